@@ -1,0 +1,68 @@
+package sluice
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"strings"
+	"time"
+)
+
+// Decision statuses.
+const (
+	StatusPlaced      = "placed"        // every chosen line was placed
+	StatusPartial     = "partial"       // some lines failed to place, or the plan is short
+	StatusPlanned     = "planned"       // intent recorded, placement not yet done
+	StatusNothingToDo = "nothing-to-do" // no slots wanted, or alarm not in ALARM
+	StatusNoOffer     = "no-offer"      // slots wanted, nothing allowed could be bought
+)
+
+// DecisionRecord ties one trigger to everything Sluice saw and chose. It is the
+// ledger entry finance audits, and what `sluice burst --json` prints. Money is
+// always a decimal string with its currency.
+type DecisionRecord struct {
+	Kind       string    `json:"kind"` // "decision"
+	DecisionID string    `json:"decision_id"`
+	Status     string    `json:"status"`
+	DecidedAt  time.Time `json:"decided_at"`
+
+	Trigger Trigger      `json:"trigger"`
+	Profile QueueProfile `json:"profile"`
+	Demand  Demand       `json:"demand"`
+
+	Sources  []SourceReport `json:"sources"`
+	Offers   []Offer        `json:"offers"`
+	Verdicts []Verdict      `json:"verdicts"`
+
+	BillingCurrency string `json:"billing_currency"`
+	Plan
+
+	Placements []Placement `json:"placements"`
+
+	FX             []FXRate `json:"fx"`
+	PolicyRevision string   `json:"policy_revision"`
+	CodeVersion    string   `json:"code_version"`
+
+	// PrevHash and Hash chain the ledger: Hash = SHA-256 over the canonical JSON
+	// of the record with Hash empty. The ledger sets both.
+	PrevHash string `json:"prev_hash"`
+	Hash     string `json:"hash"`
+}
+
+// DecisionID derives the idempotency key of a trigger: the first 16 bytes of
+// SHA-256(alarm ARN, state-change time in UTC RFC 3339 with milliseconds,
+// queue), hex, prefixed "dec-". The same alarm delivered twice gets the same id.
+func DecisionID(t Trigger) string {
+	h := sha256.Sum256([]byte(strings.Join([]string{
+		t.AlarmARN,
+		t.StateChangeTime.UTC().Format("2006-01-02T15:04:05.000Z07:00"),
+		t.Queue,
+	}, "\n")))
+	return "dec-" + hex.EncodeToString(h[:16])
+}
+
+// ClientToken is the idempotency token for one plan line sent to a provider
+// (EC2 allows 64 ASCII characters).
+func ClientToken(decisionID string, line int) string {
+	return fmt.Sprintf("%s-l%d", decisionID, line)
+}
