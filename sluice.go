@@ -301,4 +301,7 @@ type Ledger interface {
 	AppendPlacement(ctx context.Context, p Placement) error
 	// LiveSlots is the number of slots placed and not released for queue.
 	LiveSlots(ctx context.Context, queue string) (int, error)
+	// TierSpend is the expected cost committed by decisions of tier decided in
+	// [from, to), in the billing currency.
+	TierSpend(ctx context.Context, tier Tier, from, to time.Time) (decimal.Decimal, error)
 }

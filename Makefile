@@ -1,0 +1,53 @@
+# Sluice — the two set-up commands are `make run` and `make test` (README.md).
+SHELL   := /bin/bash
+GO      ?= go
+OPA     := $(GO) tool opa
+EVENT   ?= testdata/events/alarm-sns-burst.json
+CONFIG  ?= testdata/sluice.yaml
+REPLAY  ?= testdata/replay
+LEDGER  ?= sluice.db
+BIN     := bin
+
+.PHONY: run test policy bench lint build fuzz clean
+
+## run: the main job offline: a real-format SNS alarm, recorded provider quotes, sandbox broker, SQLite ledger.
+run:
+	$(GO) run ./cmd/sluice burst --event $(EVENT) --config $(CONFIG) --replay $(REPLAY) --ledger $(LEDGER)
+
+## test: policy checks, go vet and every Go test; ends with "N passed, N failed".
+test: policy
+	$(GO) vet ./...
+	@set -o pipefail; rc=0; $(GO) test -count=1 -v ./... > .gotest.log 2>&1 || rc=$$?; \
+	grep -E '^(ok|FAIL|---|panic:|\?)|^\s+--- FAIL' .gotest.log | grep -v -- '--- PASS' || true; \
+	p=$$(grep -c -- '--- PASS' .gotest.log); f=$$(grep -c -- '--- FAIL' .gotest.log); s=$$(grep -c -- '--- SKIP' .gotest.log); \
+	echo "$$p passed, $$f failed, $$s skipped"; exit $$rc
+
+## policy: the compliance team's checks, with OPA pinned in go.mod (go tool opa).
+policy:
+	$(OPA) fmt --fail --list policy/
+	$(OPA) check --strict policy/
+	$(OPA) test policy/ --coverage --threshold 90 > .opa-coverage.json || { $(OPA) test policy/ -v; exit 1; }
+	$(OPA) test policy/
+
+## bench: speed targets live here, not in timed tests.
+bench:
+	$(GO) test -run='^$$' -bench=. -benchmem ./...
+
+## fuzz: a short run of every parser's fuzz target.
+fuzz:
+	@for t in $$(grep -rl --include='*_test.go' '^func Fuzz' . | xargs -n1 dirname | sort -u); do \
+	  for f in $$(grep -h '^func Fuzz' $$t/*_test.go | sed 's/func \(Fuzz[A-Za-z0-9_]*\).*/\1/'); do \
+	    $(GO) test -run='^$$' -fuzz="^$$f$$" -fuzztime=10s $$t || exit 1; done; done
+
+## lint: gofmt and go vet must be clean.
+lint:
+	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
+	$(GO) vet ./...
+
+## build: the CLI for this machine and the Lambda bootstrap (provided.al2023, arm64).
+build:
+	$(GO) build -o $(BIN)/sluice ./cmd/sluice
+	CGO_ENABLED=0 GOOS=linux GOARCH=arm64 $(GO) build -tags lambda.norpc -o $(BIN)/burst/bootstrap ./functions/burst
+
+clean:
+	rm -rf $(BIN) .gotest.log .opa-coverage.json sluice.db sluice.db-wal sluice.db-shm

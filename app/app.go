@@ -1,0 +1,200 @@
+// Package app wires the main job from configuration: quote sources (live or
+// replayed), the embedded policy, the SQLite ledger and the sandbox broker.
+// The CLI (cmd/sluice) and the Lambda function (functions/burst) both use it,
+// so they run the same core.
+package app
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"os"
+	"runtime/debug"
+	"time"
+
+	"github.com/sluicehq/sluice"
+	"github.com/sluicehq/sluice/brokers/sandbox"
+	"github.com/sluicehq/sluice/config"
+	"github.com/sluicehq/sluice/ledger"
+	"github.com/sluicehq/sluice/policy"
+	"github.com/sluicehq/sluice/pricing"
+	"github.com/sluicehq/sluice/pricing/aliyun"
+	"github.com/sluicehq/sluice/pricing/replay"
+	"github.com/sluicehq/sluice/pricing/runpod"
+	"github.com/sluicehq/sluice/pricing/vast"
+)
+
+// Options say where things are. ConfigPath and LedgerPath are required.
+type Options struct {
+	ConfigPath string
+	// Config, when set, is used instead of loading ConfigPath.
+	Config *config.Config
+	// ReplayDir, when set, starts loopback servers answering each provider's
+	// endpoints with the recorded bodies in it, and points the real clients at them.
+	ReplayDir  string
+	LedgerPath string
+	// Clock defaults to the wall clock.
+	Clock sluice.Clock
+	// Getenv reads credentials (default os.Getenv).
+	Getenv func(string) string
+	// CodeVersion defaults to the build's VCS revision, or "dev".
+	CodeVersion string
+}
+
+// App is a wired main job. Close releases the ledger and the replay servers.
+type App struct {
+	Config *config.Config
+	Burst  *sluice.Burst
+	Ledger *ledger.SQLite
+	Policy *policy.Evaluator
+	Replay *replay.Server
+	Broker *sandbox.Broker
+}
+
+// Open loads the config, prepares the policy, opens the ledger and builds the
+// quote sources. Errors wrap config.ErrBadConfig when the config is at fault.
+func Open(ctx context.Context, o Options) (*App, error) {
+	cfg, err := o.Config, error(nil)
+	if cfg == nil {
+		if cfg, err = config.Load(o.ConfigPath); err != nil {
+			return nil, err
+		}
+	}
+	if o.Clock == nil {
+		o.Clock = sluice.ClockFunc(time.Now)
+	}
+	if o.Getenv == nil {
+		o.Getenv = os.Getenv
+	}
+	if o.CodeVersion == "" {
+		o.CodeVersion = CodeVersion()
+	}
+	a := &App{Config: cfg}
+	if a.Policy, err = policy.New(ctx); err != nil {
+		return nil, fmt.Errorf("preparing policy: %w", err)
+	}
+	if o.ReplayDir != "" {
+		if a.Replay, err = replay.Start(o.ReplayDir); err != nil {
+			return nil, fmt.Errorf("starting replay servers from %s: %w", o.ReplayDir, err)
+		}
+	}
+	if a.Ledger, err = ledger.OpenSQLite(ctx, o.LedgerPath); err != nil {
+		a.Close()
+		return nil, fmt.Errorf("opening ledger %s: %w", o.LedgerPath, err)
+	}
+	a.Broker = &sandbox.Broker{Now: o.Clock.Now}
+	a.Burst = &sluice.Burst{
+		Profiles: cfg.Profile,
+		Quotes: &pricing.Collector{
+			Sources:        a.sources(o),
+			SourceTimeout:  cfg.Quotes.SourceTimeout,
+			OverallTimeout: cfg.Quotes.OverallTimeout,
+		},
+		Policy: a.Policy, Ledger: a.Ledger, Broker: a.Broker, Clock: o.Clock,
+		BillingCurrency: cfg.BillingCurrency, FX: cfg.FX, InterruptionsPerHour: cfg.InterruptionsPerHour,
+		Budgets: cfg.Budgets, CodeVersion: o.CodeVersion,
+	}
+	return a, nil
+}
+
+// Close releases what Open acquired.
+func (a *App) Close() {
+	if a.Ledger != nil {
+		_ = a.Ledger.Close()
+	}
+	if a.Replay != nil {
+		a.Replay.Close()
+	}
+}
+
+// sources builds one quote source per enabled provider, in a fixed order.
+// In replay mode every client points at its loopback server; a provider with
+// no recordings gets a source that fails (it never reaches the internet).
+func (a *App) sources(o Options) []sluice.QuoteSource {
+	cfg := a.Config
+	now := o.Clock.Now
+	client := &http.Client{Timeout: cfg.Quotes.SourceTimeout}
+	endpoint := func(name, path string) (string, bool) {
+		if a.Replay == nil {
+			return cfg.Providers[name].Endpoint, true
+		}
+		u := a.Replay.URL(name)
+		return u + path, u != ""
+	}
+	cred := func(env string) string {
+		if a.Replay != nil {
+			return "replay"
+		}
+		if env == "" {
+			return ""
+		}
+		return o.Getenv(env)
+	}
+	var out []sluice.QuoteSource
+	for _, name := range []string{"runpod", "vast", "aliyun"} {
+		p, ok := cfg.Providers[name]
+		if !ok || !p.Enabled {
+			continue
+		}
+		var src sluice.QuoteSource
+		switch name {
+		case "runpod":
+			u, ok := endpoint(name, "/graphql")
+			if !ok {
+				src = missing(name, o.ReplayDir)
+				break
+			}
+			src = runpod.New(runpod.Config{BaseURL: u, APIKey: cred(p.CredentialEnv), MaxUnits: p.MaxUnits,
+				TTL: cfg.Quotes.TTL, HTTPClient: client, Now: now})
+		case "vast":
+			u, ok := endpoint(name, "")
+			if !ok {
+				src = missing(name, o.ReplayDir)
+				break
+			}
+			src = vast.New(vast.Config{BaseURL: u, APIKey: cred(p.CredentialEnv), TTL: cfg.Quotes.TTL, HTTPClient: client, Now: now})
+		case "aliyun":
+			u, ok := endpoint(name, "")
+			if !ok {
+				src = missing(name, o.ReplayDir)
+				break
+			}
+			src = aliyun.New(aliyun.Config{Endpoint: u, AccessKeyID: cred(p.CredentialEnv), AccessKeySecret: cred(p.SecretEnv),
+				Regions: p.Regions, InstanceTypes: p.InstanceTypes, MaxUnits: p.MaxUnits, TTL: cfg.Quotes.TTL,
+				HTTPClient: client, Now: now})
+		}
+		out = append(out, src)
+	}
+	return out
+}
+
+type failing struct {
+	name string
+	err  error
+}
+
+func (f failing) Name() string { return f.name }
+func (f failing) Offers(context.Context) ([]sluice.Offer, []sluice.DroppedOffer, error) {
+	return nil, nil, f.err
+}
+
+func missing(name, dir string) sluice.QuoteSource {
+	return failing{name, fmt.Errorf("%s: no recordings in %s/%s", name, dir, name)}
+}
+
+// CodeVersion is the VCS revision the binary was built from ("dev" when unknown).
+func CodeVersion() string {
+	if bi, ok := debug.ReadBuildInfo(); ok {
+		for _, s := range bi.Settings {
+			if s.Key == "vcs.revision" {
+				return s.Value
+			}
+		}
+	}
+	return "dev"
+}
+
+// IsBadInput reports whether err is the caller's fault (bad config or an
+// unknown queue): the CLI exits 2 for it.
+func IsBadInput(err error) bool { return errors.Is(err, config.ErrBadConfig) }

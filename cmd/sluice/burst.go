@@ -1,0 +1,188 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"slices"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/sluicehq/sluice"
+	"github.com/sluicehq/sluice/app"
+	"github.com/sluicehq/sluice/config"
+	"github.com/sluicehq/sluice/events"
+)
+
+// clock is the decision clock; tests pin it.
+var clock sluice.Clock = sluice.ClockFunc(time.Now)
+
+func burst(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("burst", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	eventPath := fs.String("event", "", "alarm event JSON (SNS-delivered CloudWatch alarm)")
+	configPath := fs.String("config", "sluice.yaml", "configuration file")
+	replayDir := fs.String("replay", "", "serve recorded provider responses from DIR on loopback instead of calling the providers")
+	ledgerPath := fs.String("ledger", "sluice.db", "SQLite ledger file")
+	asJSON := fs.Bool("json", false, "print the decision record as JSON")
+	if err := fs.Parse(args); err != nil {
+		return 2
+	}
+	if *eventPath == "" {
+		fmt.Fprintln(stderr, "sluice burst: --event is required")
+		return 2
+	}
+	// Everything the caller can get wrong is checked before the ledger is opened,
+	// so a bad event or config leaves the ledger as it was.
+	raw, err := os.ReadFile(*eventPath)
+	if err != nil {
+		fmt.Fprintf(stderr, "sluice burst: %v\n", err)
+		return 2
+	}
+	triggers, err := events.Parse(raw)
+	if err != nil {
+		fmt.Fprintf(stderr, "sluice burst: %s: %v\n", *eventPath, err)
+		return 2
+	}
+	cfg, err := config.Load(*configPath)
+	if err != nil {
+		fmt.Fprintf(stderr, "sluice burst: %v\n", err)
+		return 2
+	}
+	for _, t := range triggers {
+		if _, err := cfg.Profile(t.Queue); err != nil {
+			fmt.Fprintf(stderr, "sluice burst: %s: %v\n", *eventPath, err)
+			return 2
+		}
+	}
+	a, err := app.Open(ctx, app.Options{Config: cfg, ReplayDir: *replayDir, LedgerPath: *ledgerPath, Clock: clock})
+	if err != nil {
+		fmt.Fprintf(stderr, "sluice burst: %v\n", err)
+		if app.IsBadInput(err) {
+			return 2
+		}
+		return 1
+	}
+	defer a.Close()
+	for _, t := range triggers {
+		rec, replayed, err := a.Burst.Decide(ctx, t)
+		if err != nil {
+			fmt.Fprintf(stderr, "sluice burst: queue %s: %v\n", t.Queue, err)
+			if app.IsBadInput(err) || errors.Is(err, sluice.ErrUnknownQueue) {
+				return 2
+			}
+			return 1
+		}
+		if *asJSON {
+			enc := json.NewEncoder(stdout)
+			enc.SetIndent("", "  ")
+			if err := enc.Encode(rec); err != nil {
+				fmt.Fprintf(stderr, "sluice burst: %v\n", err)
+				return 1
+			}
+			continue
+		}
+		printDecision(stdout, rec, replayed, *ledgerPath)
+	}
+	return 0
+}
+
+// printDecision writes the human summary: offers per provider, rejections by
+// reason, the chosen lines and the total.
+func printDecision(w io.Writer, rec sluice.DecisionRecord, replayed bool, ledgerPath string) {
+	t := rec.Trigger
+	fmt.Fprintf(w, "decision  %s  %s", rec.DecisionID, strings.ToUpper(rec.Status))
+	if replayed {
+		fmt.Fprint(w, "  (already recorded: this alarm was delivered before; nothing placed again)")
+	}
+	fmt.Fprintln(w)
+	fmt.Fprintf(w, "trigger   %s %s at %s, queue %s, depth %d (%s, via %s)\n", t.AlarmName, t.State,
+		t.StateChangeTime.UTC().Format(time.RFC3339), t.Queue, t.Depth, t.DepthSource, t.Delivery)
+	d := rec.Demand
+	fmt.Fprintf(w, "demand    min(depth %d, max %d) − live %d = %d slots of %d GPUs × %s h  [%s, %s tier, team %s]\n",
+		d.Depth, rec.Profile.MaxSlots, d.Live, d.Slots, d.GPUsPerSlot, d.Hours, rec.Profile.DataClass, rec.Profile.Tier, rec.Profile.Team)
+	if len(rec.Sources) > 0 {
+		var parts []string
+		for _, s := range rec.Sources {
+			p := fmt.Sprintf("%s %d offers", s.Provider, s.Offers)
+			if len(s.Dropped) > 0 {
+				p += fmt.Sprintf(" (%d dropped)", len(s.Dropped))
+			}
+			if s.Error != "" {
+				p += " FAILED: " + s.Error
+			}
+			parts = append(parts, p+fmt.Sprintf(" [%d ms]", s.LatencyMS))
+		}
+		fmt.Fprintf(w, "quotes    %s\n", strings.Join(parts, "; "))
+	}
+	if len(rec.Rejected) > 0 {
+		counts := map[string]int{}
+		for _, r := range rec.Rejected {
+			for _, code := range uniqueCodes(r.Reasons) {
+				counts[code]++
+			}
+		}
+		codes := make([]string, 0, len(counts))
+		for c := range counts {
+			codes = append(codes, c)
+		}
+		slices.Sort(codes)
+		var parts []string
+		for _, c := range codes {
+			parts = append(parts, fmt.Sprintf("%s %d", c, counts[c]))
+		}
+		fmt.Fprintf(w, "rejected  %d of %d offers — by reason: %s\n", len(rec.Rejected), len(rec.Offers), strings.Join(parts, ", "))
+	}
+	if len(rec.Lines) > 0 {
+		fmt.Fprintln(w)
+		tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+		fmt.Fprintln(tw, "#\tprovider\toffer\tregion\tzone\tmarket\tunits\tGPUs\tunit price/h\tbid/h\thours\texpected cost\tin "+rec.BillingCurrency+"\tplaced as")
+		for i, l := range rec.Lines {
+			bid := "-"
+			if l.Bid != nil {
+				bid = l.Bid.String()
+			}
+			placed := "not placed"
+			for _, p := range rec.Placements {
+				if p.Line == i {
+					placed = strings.Join(p.ExternalIDs, ",")
+				}
+			}
+			fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%s\t%d\t%d\t%s\t%s\t%s\t%s\t%s\t%s\n", i, l.Provider, l.OfferID, l.Region, l.Zone,
+				l.Market, l.Units, l.GPUs, l.UnitPrice, bid, l.Hours, l.ExpectedCost, l.ExpectedCostBilling.Amount, placed)
+		}
+		tw.Flush()
+		fmt.Fprintln(w)
+	}
+	fmt.Fprintf(w, "total     %s expected for %d of %d slots", rec.TotalExpectedCost, rec.SlotsCovered, rec.SlotsWanted)
+	for _, s := range rec.Short {
+		fmt.Fprintf(w, "; short (%s): %s", s.Code, s.Message)
+	}
+	fmt.Fprintln(w)
+	for _, fx := range rec.FX {
+		fmt.Fprintf(w, "fx        1 %s = %s %s (as of %s, %s)\n", fx.Base, fx.Rate, fx.Quote, fx.AsOf.Format(time.DateOnly), fx.Source)
+	}
+	fmt.Fprintf(w, "recorded  ledger %s, policy %s, code %s, hash %s\n", ledgerPath, short(rec.PolicyRevision), short(rec.CodeVersion), short(rec.Hash))
+}
+
+func uniqueCodes(rs []sluice.Reason) []string {
+	var out []string
+	for _, r := range rs {
+		if !slices.Contains(out, r.Code) {
+			out = append(out, r.Code)
+		}
+	}
+	return out
+}
+
+func short(s string) string {
+	if len(s) > 12 {
+		return s[:12]
+	}
+	return s
+}

@@ -1,0 +1,41 @@
+// Command sluice is Sluice's CLI. Subcommands:
+//
+//	sluice burst --event FILE [--config FILE] [--replay DIR] [--ledger PATH] [--json]
+//
+// Exit status: 0 when a decision is made (also "nothing to do"), 2 for a bad
+// event or config (stderr names the problem), 1 otherwise.
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+)
+
+func main() {
+	os.Exit(run(context.Background(), os.Args[1:], os.Stdout, os.Stderr))
+}
+
+const usage = `usage: sluice <command> [flags]
+
+commands:
+  burst   turn a queue-depth alarm into a priced, policy-checked placement decision
+`
+
+func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	if len(args) == 0 {
+		fmt.Fprint(stderr, usage)
+		return 2
+	}
+	switch args[0] {
+	case "burst":
+		return burst(ctx, args[1:], stdout, stderr)
+	case "-h", "--help", "help":
+		fmt.Fprint(stdout, usage)
+		return 0
+	default:
+		fmt.Fprintf(stderr, "sluice: unknown command %q\n%s", args[0], usage)
+		return 2
+	}
+}

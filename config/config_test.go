@@ -1,0 +1,62 @@
+package config
+
+import (
+	"errors"
+	"strings"
+	"testing"
+)
+
+func TestLoadExample(t *testing.T) {
+	c, err := Load("../testdata/sluice.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.BillingCurrency != "USD" || len(c.FX) != 1 || c.FX[0].Rate.String() != "7.1072" || c.FX[0].AsOf.Format("2006-01-02") != "2026-11-27" {
+		t.Fatalf("fx: %+v", c.FX)
+	}
+	p, err := c.Profile("train-beijing")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p.DataClass != "cn-beijing-only" || p.GPUsPerSlot != 4 || p.HoursPerSlot.String() != "6" || p.MaxPricePerGPUHour.String() != "40 CNY" || p.Tier != "elastic" {
+		t.Fatalf("profile: %+v", p)
+	}
+	if c.Budgets["emergency"].String() != "5000 USD" || c.InterruptionsPerHour["vast"].String() != "0.08" {
+		t.Fatalf("budgets %v rates %v", c.Budgets, c.InterruptionsPerHour)
+	}
+	if c.Quotes.SourceTimeout.String() != "2s" || c.Quotes.OverallTimeout.String() != "3s" {
+		t.Fatalf("quotes %+v", c.Quotes)
+	}
+	if _, err := c.Profile("nope"); !errors.Is(err, ErrBadConfig) || !strings.Contains(err.Error(), `"nope"`) {
+		t.Fatalf("unknown queue: %v", err)
+	}
+}
+
+func TestParseErrorsNameTheField(t *testing.T) {
+	base := "billing_currency: USD\n"
+	q := "queues:\n  - {queue: q, gpu_models: [A100-80GB], gpus_per_slot: 4, hours_per_slot: \"4\", max_slots: 2, data_class: public, budget_tier: elastic%s}\n"
+	tests := []struct{ yaml, field string }{
+		{"billing_currency: usd\n", "billing_currency"},
+		{base + "fx: [{base: USD, quote: CNY, rate: \"-1\", as_of: 2026-11-27, source: x}]\n", "fx[0].rate"},
+		{base + "fx: [{base: USD, quote: CNY, rate: \"7.1\", as_of: 27/11/2026, source: x}]\n", "fx[0].as_of"},
+		{base + "fx: [{base: USD, quote: CNY, rate: \"7.1\", as_of: 2026-11-27}]\n", "fx[0].source"},
+		{base + "budgets: {gold: \"1\"}\n", "budgets.gold"},
+		{base + "budgets: {elastic: \"1e\"}\n", "budgets.elastic"},
+		{base + "interruptions_per_hour: {vast: \"-0.1\"}\n", "interruptions_per_hour.vast"},
+		{base + "quotes: {source_timeout: soon}\n", "quotes.source_timeout"},
+		{base + strings.Replace(q, "gpus_per_slot: 4", "gpus_per_slot: 16", 1), "queues[q].gpus_per_slot"},
+		{base + strings.Replace(q, `"4"`, `"four"`, 1), "queues[q].hours_per_slot"},
+		{base + strings.Replace(q, "public", "secret", 1), "queues[q].data_class"},
+		{base + strings.Replace(q, "elastic", "gold", 1), "queues[q].budget_tier"},
+		{base + strings.Replace(q, "%s", ", checkpointable: true", 1), "queues[q].checkpoint_interval_minutes"},
+		{base + strings.Replace(q, "%s", ", max_price_per_gpu_hour: {amount: \"2\", currency: usd}", 1), "queues[q].max_price_per_gpu_hour"},
+		{base + "colour: blue\n", "colour"},
+	}
+	for _, tc := range tests {
+		y := strings.Replace(tc.yaml, "%s", "", 1)
+		_, err := Parse([]byte(y), "x.yaml")
+		if !errors.Is(err, ErrBadConfig) || !strings.Contains(err.Error(), tc.field) || !strings.Contains(err.Error(), "x.yaml") {
+			t.Errorf("%q: err = %v, want one naming %s", y, err, tc.field)
+		}
+	}
+}

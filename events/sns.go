@@ -1,0 +1,84 @@
+package events
+
+import (
+	"encoding/json"
+	"fmt"
+	"strings"
+
+	"github.com/sluicehq/sluice"
+
+	awsevents "github.com/aws/aws-lambda-go/events"
+)
+
+// SNSEventSource is the EventSource of every record Lambda receives from an
+// SNS subscription (aws-lambda-go events.SNSEventRecord.EventSource).
+const SNSEventSource = "aws:sns"
+
+// ParseSNSAlarm parses an SNS event as Lambda delivers it (aws-lambda-go
+// events.SNSEvent, events/sns.go) whose every Records[].Sns.Message is a
+// CloudWatch alarm notification: a JSON string holding an
+// events.CloudWatchAlarmSNSPayload (CloudWatch user guide, "Using Amazon SNS
+// topics"; sample in aws-lambda-go events/testdata/cloudwatch-alarm-sns-payload-*.json).
+//
+// It returns one trigger per record, in record order, with Delivery
+// [DeliverySNS]. If any record is bad the whole event is refused: the error is
+// a [*ParseError] naming the record ("sns record N") and the field, and wraps
+// [ErrBadEvent].
+//
+// Per record: State is NewStateValue (ALARM, OK or INSUFFICIENT_DATA);
+// StateChangeTime is parsed with [StateChangeTimeLayout] and kept in UTC;
+// Region is the code from AlarmArn, else the payload's Region text; Queue is
+// the QueueName dimension of the AWS/SQS metric (Trigger.Dimensions, or
+// Trigger.Metrics[].MetricStat.Metric.Dimensions for metric math); Depth is the
+// first datapoint in NewStateReason rounded up ([DepthFromDatapoint]). An ALARM
+// whose reason quotes no datapoint is refused; an OK or INSUFFICIENT_DATA one
+// gets Depth 0 ([DepthNone]). For a metric-math alarm the datapoint is the
+// expression's value.
+func ParseSNSAlarm(raw []byte) ([]sluice.Trigger, error) {
+	top, err := decodeTop(raw)
+	if err != nil {
+		return nil, err
+	}
+	rawRecords, ok := top["Records"]
+	if !ok {
+		return nil, bad("event", "Records", "", "missing: not an SNS event")
+	}
+	var records []json.RawMessage
+	if err := json.Unmarshal(rawRecords, &records); err != nil {
+		return nil, &ParseError{Source: "event", Field: "Records", Err: fmt.Errorf("not an array: %w", err)}
+	}
+	if len(records) == 0 {
+		return nil, bad("event", "Records", "", "empty")
+	}
+	out := make([]sluice.Trigger, 0, len(records))
+	for i, r := range records {
+		t, err := snsRecord(fmt.Sprintf("sns record %d", i), r)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, t)
+	}
+	return out, nil
+}
+
+func snsRecord(src string, raw json.RawMessage) (sluice.Trigger, error) {
+	var rec awsevents.SNSEventRecord
+	if err := json.Unmarshal(raw, &rec); err != nil {
+		return sluice.Trigger{}, &ParseError{Source: src, Err: fmt.Errorf("not an SNS record: %w", err)}
+	}
+	if rec.EventSource != SNSEventSource {
+		return sluice.Trigger{}, bad(src, "EventSource", rec.EventSource, "not "+SNSEventSource)
+	}
+	msg := rec.SNS.Message
+	if strings.TrimSpace(msg) == "" {
+		return sluice.Trigger{}, bad(src, "Sns.Message", "", "empty")
+	}
+	if !json.Valid([]byte(msg)) {
+		return sluice.Trigger{}, bad(src, "Sns.Message", msg, "not JSON")
+	}
+	var p awsevents.CloudWatchAlarmSNSPayload
+	if err := json.Unmarshal([]byte(msg), &p); err != nil {
+		return sluice.Trigger{}, &ParseError{Source: src, Field: "Sns.Message", Err: fmt.Errorf("not a CloudWatch alarm notification: %w", err)}
+	}
+	return alarmTrigger(src, DeliverySNS, &p)
+}

@@ -1,0 +1,121 @@
+// Package pricing collects normalised offers from every quote source at once.
+// One package per source lives below it (pricing/runpod, pricing/vast,
+// pricing/aliyun, ...); pricing/replay serves recorded provider responses on
+// loopback for offline runs and tests.
+package pricing
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/sluicehq/sluice"
+)
+
+// Money is the root Money type (decimal amount + ISO 4217 currency), re-exported
+// for callers that think of money as a pricing concern.
+type Money = sluice.Money
+
+// Collector fetches from all sources concurrently, each under its own
+// deadline, all under an overall deadline. A source that fails or times out is
+// reported, never fatal: the decision goes on with the others.
+type Collector struct {
+	Sources        []sluice.QuoteSource
+	SourceTimeout  time.Duration // per source (default 2s)
+	OverallTimeout time.Duration // whole fan-out (default 3s)
+	// Now is the clock for latency measurement (default time.Now).
+	Now func() time.Time
+}
+
+// Collect returns the offers of every source that answered in time, sorted by
+// (provider, offer id), and one report per source in the order of Sources.
+// Offers with a duplicate id within a source are dropped with a reason.
+func (c *Collector) Collect(ctx context.Context) ([]sluice.Offer, []sluice.SourceReport) {
+	per, overall := c.SourceTimeout, c.OverallTimeout
+	if per <= 0 {
+		per = 2 * time.Second
+	}
+	if overall <= 0 {
+		overall = 3 * time.Second
+	}
+	now := c.Now
+	if now == nil {
+		now = time.Now
+	}
+	ctx, cancel := context.WithTimeout(ctx, overall)
+	defer cancel()
+
+	type result struct {
+		offers  []sluice.Offer
+		dropped []sluice.DroppedOffer
+		err     error
+		latency time.Duration
+	}
+	results := make([]result, len(c.Sources))
+	var wg sync.WaitGroup
+	for i, s := range c.Sources {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			sctx, scancel := context.WithTimeout(ctx, per)
+			defer scancel()
+			start := now()
+			done := make(chan result, 1)
+			go func() {
+				defer func() {
+					if p := recover(); p != nil {
+						done <- result{err: fmt.Errorf("panic: %v", p)}
+					}
+				}()
+				o, d, err := s.Offers(sctx)
+				done <- result{offers: o, dropped: d, err: err}
+			}()
+			// A source that ignores its context cannot hold the decision past the deadline.
+			select {
+			case r := <-done:
+				results[i] = r
+			case <-sctx.Done():
+				results[i] = result{err: sctx.Err()}
+			}
+			results[i].latency = now().Sub(start)
+			if errors.Is(results[i].err, context.DeadlineExceeded) {
+				results[i].err = fmt.Errorf("%s: no answer within the deadline (%s per source, %s overall)", s.Name(), per, overall)
+			}
+		}()
+	}
+	wg.Wait()
+
+	var offers []sluice.Offer
+	reports := make([]sluice.SourceReport, len(c.Sources))
+	for i, s := range c.Sources {
+		r := results[i]
+		rep := sluice.SourceReport{Provider: s.Name(), Dropped: r.dropped, LatencyMS: r.latency.Milliseconds()}
+		if r.err != nil {
+			rep.Error = r.err.Error()
+			reports[i] = rep
+			continue // a failed source contributes nothing, not half an answer
+		}
+		seen := map[string]bool{}
+		for _, o := range r.offers {
+			if seen[o.ID] {
+				rep.Dropped = append(rep.Dropped, sluice.DroppedOffer{Provider: s.Name(), Ref: o.ID, Reason: "duplicate offer id"})
+				continue
+			}
+			seen[o.ID] = true
+			offers = append(offers, o)
+			rep.Offers++
+		}
+		reports[i] = rep
+	}
+	slices.SortStableFunc(offers, func(a, b sluice.Offer) int {
+		if c := strings.Compare(a.Provider, b.Provider); c != 0 {
+			return c
+		}
+		return strings.Compare(a.ID, b.ID)
+	})
+	return offers, reports
+}
