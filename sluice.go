@@ -99,7 +99,7 @@ type QueueProfile struct {
 	// "cn-domestic" or "public".
 	DataClass string `json:"data_class"`
 	// ExportApproved allows a "public" queue's data to leave China (overseas zones).
-	ExportApproved bool `json:"export_approved"`
+	ExportApproved bool   `json:"export_approved"`
 	Tier           Tier   `json:"budget_tier"`
 	Team           string `json:"team"`
 	// MaxPricePerGPUHour is the price ceiling per GPU-hour, in its own currency.
@@ -201,7 +201,7 @@ const (
 	ReasonResidency        = "residency"
 	ReasonInterruptibility = "interruptibility"
 	ReasonBudgetTier       = "budget-tier"
-	ReasonGPUModel         = "gpu-model"     // GPU model not accepted by the profile
+	ReasonGPUModel         = "gpu-model"      // GPU model not accepted by the profile
 	ReasonUnitTooSmall     = "unit-too-small" // fewer GPUs per unit than a slot needs
 	ReasonNoCapacity       = "no-capacity"    // zero units available
 	ReasonExpired          = "expired"        // quote older than its expiry
