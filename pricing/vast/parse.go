@@ -1,0 +1,267 @@
+package vast
+
+import (
+	"fmt"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/shopspring/decimal"
+	"github.com/tidwall/gjson"
+
+	"github.com/sluicehq/sluice"
+)
+
+// Currency of every Vast price (providers.md §0).
+const Currency = "USD"
+
+// gpu_ram thresholds, MB per GPU (providers.md §3: "distinguish 40/80 GB via gpu_ram").
+var (
+	ram80Min = decimal.NewFromInt(70000)
+	ram40Min = decimal.NewFromInt(30000)
+	ram40Max = decimal.NewFromInt(50000)
+)
+
+var (
+	askIDRE   = regexp.MustCompile(`^[0-9]{1,19}$`)
+	countRE   = regexp.MustCompile(`^[1-9][0-9]{0,3}$`)
+	countryRE = regexp.MustCompile(`^[A-Z]{2}$`)
+)
+
+// continents are the continent codes some geolocation strings end with
+// ("Oregon, US, NA"); the country code then sits before them.
+var continents = map[string]bool{"AF": true, "AN": true, "AS": true, "EU": true, "NA": true, "OC": true, "SA": true}
+
+func marketOf(searchType string) (sluice.Market, error) {
+	switch searchType {
+	case TypeOnDemand:
+		return sluice.OnDemand, nil
+	case TypeBid:
+		return sluice.Spot, nil
+	}
+	return "", fmt.Errorf("vast: search type %q: unsupported (want %q or %q)", searchType, TypeOnDemand, TypeBid)
+}
+
+// ParseBundles normalises one bundles search response ({"offers":[…]}) for
+// searchType ("ondemand" or "bid") into offers. One Offer per ask:
+//
+//   - ID "vast:<id>:<ondemand|bid>"; SKU is the ask id alone ("4821007"), so the
+//     ondemand and the bid offer of the same ask share a CapacityKey
+//     (provider, SKU, region, GPUs per unit) and spot can be compared with its
+//     on-demand twin. The size is in GPUModel and GPUsPerUnit.
+//   - GPUsPerUnit num_gpus; a unit is the whole ask.
+//   - ondemand: Market on-demand, UnitPrice = dph_total (USD per offer-hour),
+//     RawPrice its JSON token, MinBid zero Money.
+//   - bid: Market spot, UnitPrice = MinBid = min_bid (USD per offer-hour, the
+//     current minimum bid for the whole ask; providers.md §3); an offer with no
+//     or zero min_bid is dropped.
+//   - Basis sluice.PerOfferHour.
+//   - GPUModel from gpu_ram (MB per GPU): ≥ 70000 → "A100-80GB",
+//     30000–50000 → "A100-40GB", else dropped; gpu_name must be one of
+//     cfg.GPUNames and name an A100.
+//   - Region the country code of geolocation ("Georgia, US" → "US"; a trailing
+//     continent as in "Oregon, US, NA" is skipped), City the text before it.
+//   - UnitsAvailable 1, or 0 when rented is true or rentable is false.
+//
+// A bad offer is returned as a DroppedOffer (Ref = the ask id, or offers[i]
+// when there is none) whose reason names the field and its value; the rest go
+// on. A body that is not JSON or has no "offers" list is an error.
+func ParseBundles(body []byte, searchType string, now time.Time, cfg Config) ([]sluice.Offer, []sluice.DroppedOffer, error) {
+	cfg = cfg.withDefaults()
+	market, err := marketOf(searchType)
+	if err != nil {
+		return nil, nil, err
+	}
+	if !gjson.ValidBytes(body) {
+		return nil, nil, fmt.Errorf("vast: bundles search type=%s: response is not JSON: %s", searchType, snippet(string(body)))
+	}
+	list := gjson.GetBytes(body, "offers")
+	if !list.IsArray() {
+		return nil, nil, fmt.Errorf("vast: bundles search type=%s: offers %s: not a list", searchType, rawOrMissing(list))
+	}
+	var (
+		offers  []sluice.Offer
+		dropped []sluice.DroppedOffer
+		seen    = map[string]bool{}
+		i       = -1
+	)
+	list.ForEach(func(_, o gjson.Result) bool {
+		i++
+		offer, ref, reason := parseOffer(o, searchType, market, now, cfg)
+		if ref == "" {
+			ref = fmt.Sprintf("offers[%d]", i)
+		}
+		if reason != "" {
+			dropped = append(dropped, sluice.DroppedOffer{Provider: Provider, Ref: ref, Reason: reason})
+			return true
+		}
+		if seen[offer.ID] {
+			return true
+		}
+		seen[offer.ID] = true
+		offers = append(offers, offer)
+		return true
+	})
+	return offers, dropped, nil
+}
+
+// parseOffer returns the offer, or a non-empty reason to drop it. ref is the ask id when known.
+func parseOffer(o gjson.Result, searchType string, market sluice.Market, now time.Time, cfg Config) (offer sluice.Offer, ref, reason string) {
+	if !o.IsObject() {
+		return offer, "", fmt.Sprintf("offer %s: not an object", snippet(o.Raw))
+	}
+	idr := o.Get("id")
+	if idr.Type != gjson.Number || !askIDRE.MatchString(idr.Raw) {
+		return offer, "", fmt.Sprintf("id %s: not an ask id (non-negative integer)", rawOrMissing(idr))
+	}
+	id := idr.Raw
+	ref = Provider + ":" + id + ":" + searchType
+
+	nr := o.Get("num_gpus")
+	if nr.Type != gjson.Number || !countRE.MatchString(nr.Raw) {
+		return offer, ref, fmt.Sprintf("num_gpus %s: not a positive integer", rawOrMissing(nr))
+	}
+	numGPUs, _ := strconv.Atoi(nr.Raw)
+
+	name := o.Get("gpu_name")
+	if name.Type != gjson.String || !slices.Contains(cfg.GPUNames, name.String()) {
+		return offer, ref, fmt.Sprintf("gpu_name %s: not one of the searched names %q", rawOrMissing(name), cfg.GPUNames)
+	}
+	if !strings.Contains(strings.ToUpper(name.String()), "A100") {
+		return offer, ref, fmt.Sprintf("gpu_name %q: not an A100", name.String())
+	}
+	ram := o.Get("gpu_ram")
+	model, why := gpuModel(ram)
+	if why != "" {
+		return offer, ref, why
+	}
+
+	geo := o.Get("geolocation")
+	if geo.Type != gjson.String {
+		return offer, ref, fmt.Sprintf("geolocation %s: not a string", rawOrMissing(geo))
+	}
+	city, cc, ok := splitGeolocation(geo.String())
+	if !ok {
+		return offer, ref, fmt.Sprintf("geolocation %q: no country code", geo.String())
+	}
+
+	field := "dph_total"
+	if market == sluice.Spot {
+		field = "min_bid"
+	}
+	pr := o.Get(field)
+	price, present, err := amount(pr)
+	switch {
+	case err != nil:
+		return offer, ref, fmt.Sprintf("%s %q: %v", field, pr.Raw, err)
+	case !present:
+		return offer, ref, missing(field, pr)
+	case price.IsZero():
+		return offer, ref, fmt.Sprintf("%s %q: zero", field, pr.Raw)
+	}
+	unit := sluice.Money{Amount: price, Currency: Currency}
+
+	units := 1
+	if o.Get("rented").Type == gjson.True || o.Get("rentable").Type == gjson.False {
+		units = 0
+	}
+	offer = sluice.Offer{
+		ID:             ref,
+		Provider:       Provider,
+		SKU:            id,
+		GPUModel:       model,
+		GPUsPerUnit:    numGPUs,
+		Region:         cc,
+		City:           city,
+		Market:         market,
+		UnitPrice:      unit,
+		Basis:          sluice.PerOfferHour,
+		RawPrice:       pr.Raw,
+		UnitsAvailable: units,
+		FetchedAt:      now,
+		ExpiresAt:      now.Add(cfg.TTL),
+		Source:         "vast POST " + BundlesPath + " type=" + searchType,
+	}
+	if market == sluice.Spot {
+		offer.MinBid = unit
+	}
+	return offer, ref, ""
+}
+
+// gpuModel maps gpu_ram (MB per GPU) to the canonical A100 model, or a reason.
+func gpuModel(r gjson.Result) (model, reason string) {
+	d, present, err := amount(r)
+	switch {
+	case err != nil:
+		return "", fmt.Sprintf("gpu_ram %q: %v", r.Raw, err)
+	case !present:
+		return "", missing("gpu_ram", r)
+	case d.Cmp(ram80Min) >= 0:
+		return "A100-80GB", ""
+	case d.Cmp(ram40Min) >= 0 && d.Cmp(ram40Max) <= 0:
+		return "A100-40GB", ""
+	}
+	return "", fmt.Sprintf("gpu_ram %s: not an A100 size (MB per GPU: ≥ 70000 for 80GB, 30000–50000 for 40GB)", r.Raw)
+}
+
+// splitGeolocation splits Vast's "City, CC" into city and upper-case country
+// code. "CC" alone, ", CC" (no city) and "State, CC, Continent" also work.
+func splitGeolocation(s string) (city, cc string, ok bool) {
+	parts := strings.Split(s, ",")
+	for i := range parts {
+		parts[i] = strings.TrimSpace(parts[i])
+	}
+	last := len(parts) - 1
+	if last >= 2 && continents[strings.ToUpper(parts[last])] && countryRE.MatchString(strings.ToUpper(parts[last-1])) {
+		last--
+	}
+	cc = strings.ToUpper(parts[last])
+	if !countryRE.MatchString(cc) {
+		return "", "", false
+	}
+	return strings.Join(parts[:last], ", "), cc, true
+}
+
+const maxExp = 30
+
+// amount reads a JSON number token as an exact decimal from its text (never
+// through float64). present is false for a missing or null value.
+func amount(r gjson.Result) (d decimal.Decimal, present bool, err error) {
+	if !r.Exists() || r.Type == gjson.Null {
+		return decimal.Decimal{}, false, nil
+	}
+	if r.Type != gjson.Number {
+		return decimal.Decimal{}, true, fmt.Errorf("not a JSON number")
+	}
+	if len(r.Raw) > 64 {
+		return decimal.Decimal{}, true, fmt.Errorf("too long")
+	}
+	d, err = decimal.NewFromString(r.Raw)
+	if err != nil {
+		return decimal.Decimal{}, true, fmt.Errorf("not a decimal")
+	}
+	if e := d.Exponent(); e > maxExp || e < -maxExp {
+		return decimal.Decimal{}, true, fmt.Errorf("out of range")
+	}
+	if d.IsNegative() {
+		return decimal.Decimal{}, true, fmt.Errorf("negative")
+	}
+	return d, true, nil
+}
+
+// missing is the reason for an absent or null field: "min_bid: missing", "min_bid null: missing".
+func missing(field string, r gjson.Result) string {
+	if !r.Exists() {
+		return field + ": missing"
+	}
+	return field + " " + r.Raw + ": missing"
+}
+
+func rawOrMissing(r gjson.Result) string {
+	if !r.Exists() {
+		return "missing"
+	}
+	return snippet(r.Raw)
+}

@@ -1,0 +1,258 @@
+// Package vast is the Vast.ai quote source: it searches the marketplace
+// (POST /api/v0/bundles/, providers.md §3) once per search type (ondemand,
+// bid) and turns each offer (an "ask": a slice of one machine) into a
+// sluice.Offer.
+//
+// Vast prices are JSON numbers in USD per OFFER-hour — the whole slice of
+// num_gpus GPUs, not per GPU (providers.md §0, §3). They are read as decimal
+// from the raw JSON token text (never float64) and kept with Basis
+// sluice.PerOfferHour; a unit is the whole ask, so UnitPrice is the wire
+// price itself.
+package vast
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/sluicehq/sluice"
+)
+
+// Provider is the provider name used in offers.
+const Provider = "vast"
+
+// Search types (the "type" of a bundles search, providers.md §3).
+const (
+	TypeOnDemand = "ondemand"
+	TypeBid      = "bid" // interruptible; the CLI's "interruptible"
+)
+
+// Defaults used when a Config field is zero.
+const (
+	DefaultBaseURL = "https://console.vast.ai"
+	DefaultTTL     = 5 * time.Minute
+	DefaultLimit   = 64
+)
+
+// DefaultTypes are the search types run by Offers.
+var DefaultTypes = []string{TypeOnDemand, TypeBid}
+
+// DefaultGPUNames are Vast's A100 gpu_name values (spaces on the wire, providers.md §3).
+var DefaultGPUNames = []string{"A100 SXM4", "A100 PCIE", "A100 SXM"}
+
+// BundlesPath is the search endpoint under BaseURL.
+const BundlesPath = "/api/v0/bundles/"
+
+const maxBody = 8 << 20
+
+// Config configures a Client. Zero fields take the defaults above.
+type Config struct {
+	// BaseURL is the scheme and host, default https://console.vast.ai; requests go to BaseURL + BundlesPath.
+	BaseURL string
+	// APIKey is sent as "Authorization: Bearer <key>".
+	APIKey string
+	// Types are the search types run concurrently: "ondemand" and/or "bid".
+	Types []string
+	// GPUNames is the gpu_name "in" filter; offers with another gpu_name are dropped.
+	GPUNames []string
+	// Limit is the search's "limit" (offers per search), default 64.
+	Limit int
+	// TTL is how long an offer is valid after it was fetched.
+	TTL        time.Duration
+	HTTPClient *http.Client
+	// Now is the clock (default time.Now).
+	Now func() time.Time
+}
+
+func (c Config) withDefaults() Config {
+	if c.BaseURL == "" {
+		c.BaseURL = DefaultBaseURL
+	}
+	c.BaseURL = strings.TrimRight(c.BaseURL, "/")
+	if len(c.Types) == 0 {
+		c.Types = DefaultTypes
+	}
+	if len(c.GPUNames) == 0 {
+		c.GPUNames = DefaultGPUNames
+	}
+	if c.Limit <= 0 {
+		c.Limit = DefaultLimit
+	}
+	if c.TTL <= 0 {
+		c.TTL = DefaultTTL
+	}
+	if c.HTTPClient == nil {
+		c.HTTPClient = http.DefaultClient
+	}
+	if c.Now == nil {
+		c.Now = time.Now
+	}
+	return c
+}
+
+// Client is a sluice.QuoteSource for Vast.ai.
+type Client struct {
+	cfg Config
+}
+
+var _ sluice.QuoteSource = (*Client)(nil)
+
+// New returns a Client; zero Config fields take their defaults.
+func New(cfg Config) *Client { return &Client{cfg: cfg.withDefaults()} }
+
+// Name is "vast".
+func (c *Client) Name() string { return Provider }
+
+// ThrottledError is a 429 from the search endpoint
+// ({"detail":"API requests too frequent endpoint threshold=4.5"}, providers.md §3).
+// The caller should wait RetryAfter (0 when the response had no Retry-After).
+type ThrottledError struct {
+	SearchType string
+	RetryAfter time.Duration
+	Detail     string
+}
+
+func (e *ThrottledError) Error() string {
+	msg := fmt.Sprintf("vast: bundles search type=%s throttled (HTTP 429)", e.SearchType)
+	if e.Detail != "" {
+		msg += ": " + e.Detail
+	}
+	if e.RetryAfter > 0 {
+		msg += fmt.Sprintf(" (retry after %s)", e.RetryAfter)
+	}
+	return msg
+}
+
+// HTTPError is any other non-2xx answer from the search endpoint.
+type HTTPError struct {
+	SearchType string
+	Status     int
+	Body       string
+}
+
+func (e *HTTPError) Error() string {
+	return fmt.Sprintf("vast: bundles search type=%s: HTTP %d %s: %s", e.SearchType, e.Status, http.StatusText(e.Status), e.Body)
+}
+
+// SearchBody is the JSON filter sent for one search type: A100 names, rentable,
+// not rented, verified, ordered by dph_total ascending (providers.md §3).
+func SearchBody(searchType string, cfg Config) []byte {
+	cfg = cfg.withDefaults()
+	b, _ := json.Marshal(map[string]any{
+		"gpu_name": map[string]any{"in": cfg.GPUNames},
+		"rentable": map[string]any{"eq": true},
+		"rented":   map[string]any{"eq": false},
+		"verified": map[string]any{"eq": true},
+		"external": map[string]any{"eq": false},
+		"type":     searchType,
+		"order":    [][]string{{"dph_total", "asc"}},
+		"limit":    cfg.Limit,
+	})
+	return b
+}
+
+// Offers runs one search per configured type, concurrently, and returns the
+// offers of all of them (in Types order). If a search fails, the offers of the
+// searches that worked are still returned, with the failures joined into err
+// (errors.As finds a *ThrottledError).
+func (c *Client) Offers(ctx context.Context) ([]sluice.Offer, []sluice.DroppedOffer, error) {
+	type result struct {
+		offers  []sluice.Offer
+		dropped []sluice.DroppedOffer
+		err     error
+	}
+	results := make([]result, len(c.cfg.Types))
+	var wg sync.WaitGroup
+	for i, t := range c.cfg.Types {
+		wg.Go(func() {
+			o, d, err := c.search(ctx, t)
+			results[i] = result{o, d, err}
+		})
+	}
+	wg.Wait()
+	var (
+		offers  []sluice.Offer
+		dropped []sluice.DroppedOffer
+		errs    []error
+	)
+	for _, r := range results {
+		offers = append(offers, r.offers...)
+		dropped = append(dropped, r.dropped...)
+		if r.err != nil {
+			errs = append(errs, r.err)
+		}
+	}
+	return offers, dropped, errors.Join(errs...)
+}
+
+func (c *Client) search(ctx context.Context, searchType string) ([]sluice.Offer, []sluice.DroppedOffer, error) {
+	if _, err := marketOf(searchType); err != nil {
+		return nil, nil, err
+	}
+	url := c.cfg.BaseURL + BundlesPath
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, bytes.NewReader(SearchBody(searchType, c.cfg)))
+	if err != nil {
+		return nil, nil, fmt.Errorf("vast: building bundles search type=%s: %w", searchType, err)
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json")
+	if c.cfg.APIKey != "" {
+		req.Header.Set("Authorization", "Bearer "+c.cfg.APIKey)
+	}
+	resp, err := c.cfg.HTTPClient.Do(req)
+	if err != nil {
+		return nil, nil, fmt.Errorf("vast: POST %s type=%s: %w", BundlesPath, searchType, err)
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(io.LimitReader(resp.Body, maxBody))
+	if err != nil {
+		return nil, nil, fmt.Errorf("vast: reading bundles search type=%s: %w", searchType, err)
+	}
+	now := c.cfg.Now()
+	switch {
+	case resp.StatusCode == http.StatusTooManyRequests:
+		var detail struct {
+			Detail string `json:"detail"`
+		}
+		_ = json.Unmarshal(body, &detail)
+		return nil, nil, &ThrottledError{
+			SearchType: searchType,
+			RetryAfter: retryAfter(resp.Header.Get("Retry-After"), now),
+			Detail:     detail.Detail,
+		}
+	case resp.StatusCode < 200 || resp.StatusCode > 299:
+		return nil, nil, &HTTPError{SearchType: searchType, Status: resp.StatusCode, Body: snippet(string(body))}
+	}
+	return ParseBundles(body, searchType, now, c.cfg)
+}
+
+// retryAfter reads a Retry-After header: delay-seconds or an HTTP date.
+func retryAfter(v string, now time.Time) time.Duration {
+	v = strings.TrimSpace(v)
+	if v == "" {
+		return 0
+	}
+	if s, err := strconv.Atoi(v); err == nil && s >= 0 {
+		return time.Duration(s) * time.Second
+	}
+	if t, err := http.ParseTime(v); err == nil && t.After(now) {
+		return t.Sub(now)
+	}
+	return 0
+}
+
+func snippet(s string) string {
+	s = strings.TrimSpace(s)
+	if len(s) > 200 {
+		s = s[:200] + "…"
+	}
+	return s
+}
