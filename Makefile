@@ -24,7 +24,7 @@ test: policy
 
 ## policy: the compliance team's checks, with OPA pinned in go.mod (go tool opa).
 policy:
-	$(OPA) fmt --fail --list policy/
+	$(OPA) fmt --list --fail policy/
 	$(OPA) check --strict policy/
 	$(OPA) test policy/ --coverage --threshold 90 > .opa-coverage.json || { $(OPA) test policy/ -v; exit 1; }
 	$(OPA) test policy/
