@@ -4,6 +4,8 @@ import (
 	"cmp"
 	"fmt"
 	"slices"
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/shopspring/decimal"
@@ -41,7 +43,13 @@ type candidate struct {
 	rework       Money // per unit, offer currency
 	billing      Money // per unit expected cost, billing currency
 	fx           *FXRate
+	rank         decimal.Decimal // billing × rankScale / slotsPerUnit, when ranked
+	ranked       bool
 }
+
+// rankScale is the least common multiple of 1..16, so cost per slot × rankScale
+// is exact for any unit of up to 16 slots.
+const rankScale = 720720
 
 // MakePlan chooses integer units of allowed offers that cover Demand.Slots at
 // minimum total expected cost, in three stages:
@@ -90,10 +98,10 @@ func MakePlan(in PlanInput) (Plan, error) {
 		costs[i] = c
 	}
 	// Spot is never chosen when its expected cost ≥ that of the same capacity on demand.
-	onDemand := map[string]Money{}
+	onDemand := map[CapacityKey]Money{}
 	for i, o := range in.Offers {
 		if o.Market == OnDemand && costs[i] != nil {
-			k := o.CapacityKey()
+			k := o.Capacity()
 			if cur, ok := onDemand[k]; !ok || costs[i].billing.Cmp(cur) < 0 {
 				onDemand[k] = costs[i].billing
 			}
@@ -102,7 +110,7 @@ func MakePlan(in PlanInput) (Plan, error) {
 	var cands []candidate
 	for i, o := range in.Offers {
 		if o.Market == Spot && costs[i] != nil {
-			if od, ok := onDemand[o.CapacityKey()]; ok && costs[i].billing.Cmp(od) >= 0 {
+			if od, ok := onDemand[o.Capacity()]; ok && costs[i].billing.Cmp(od) >= 0 {
 				reasons[i] = append(reasons[i], Reason{Code: ReasonSpotNotCheaper, Message: fmt.Sprintf(
 					"spot expected %s per unit ≥ on-demand %s for the same capacity", costs[i].billing, od)})
 			}
@@ -114,11 +122,23 @@ func MakePlan(in PlanInput) (Plan, error) {
 		cands = append(cands, *costs[i])
 	}
 
-	// Stage 2: rank, by expected cost per slot (compared exactly by cross
-	// multiplication), then fixed keys.
+	// Stage 2: rank, by expected cost per slot, then fixed keys. The key is
+	// cost × (rankScale / slots): exact, since rankScale is a multiple of every
+	// slots-per-unit up to 16 (cross multiplication otherwise).
+	for i := range cands {
+		c := &cands[i]
+		if rankScale%c.slotsPerUnit == 0 {
+			c.rank, c.ranked = c.billing.Amount.Mul(decimal.NewFromInt(int64(rankScale/c.slotsPerUnit))), true
+		}
+	}
 	slices.SortStableFunc(cands, func(a, b candidate) int {
-		l := a.billing.Amount.Mul(decimal.NewFromInt(int64(b.slotsPerUnit)))
-		r := b.billing.Amount.Mul(decimal.NewFromInt(int64(a.slotsPerUnit)))
+		var l, r decimal.Decimal
+		if !a.ranked || !b.ranked {
+			l = a.billing.Amount.Mul(decimal.NewFromInt(int64(b.slotsPerUnit)))
+			r = b.billing.Amount.Mul(decimal.NewFromInt(int64(a.slotsPerUnit)))
+		} else {
+			l, r = a.rank, b.rank
+		}
 		if c := l.Cmp(r); c != 0 {
 			return c
 		}
@@ -171,10 +191,10 @@ func MakePlan(in PlanInput) (Plan, error) {
 func filterOffer(in PlanInput, o Offer, accepted map[string]bool) []Reason {
 	var rs []Reason
 	if !accepted[o.GPUModel] {
-		rs = append(rs, Reason{Code: ReasonGPUModel, Message: fmt.Sprintf("GPU model %q not in profile %v", o.GPUModel, in.Profile.GPUModels)})
+		rs = append(rs, Reason{Code: ReasonGPUModel, Message: "GPU model " + strconv.Quote(o.GPUModel) + " not accepted (profile: " + strings.Join(in.Profile.GPUModels, ", ") + ")"})
 	}
 	if o.GPUsPerUnit < in.Demand.GPUsPerSlot {
-		rs = append(rs, Reason{Code: ReasonUnitTooSmall, Message: fmt.Sprintf("%d GPUs per unit < %d per slot (a slot never spans nodes)", o.GPUsPerUnit, in.Demand.GPUsPerSlot)})
+		rs = append(rs, Reason{Code: ReasonUnitTooSmall, Message: strconv.Itoa(o.GPUsPerUnit) + " GPUs per unit < " + strconv.Itoa(in.Demand.GPUsPerSlot) + " per slot (a slot never spans nodes)"})
 	}
 	if o.UnitsAvailable <= 0 {
 		rs = append(rs, Reason{Code: ReasonNoCapacity, Message: "no units available"})

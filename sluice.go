@@ -11,7 +11,6 @@ package sluice
 import (
 	"context"
 	"errors"
-	"fmt"
 	"time"
 
 	"github.com/shopspring/decimal"
@@ -182,8 +181,14 @@ type Offer struct {
 
 // CapacityKey identifies the same capacity across markets (provider, SKU,
 // region, GPUs per unit), so a spot offer can be compared with its on-demand twin.
-func (o Offer) CapacityKey() string {
-	return fmt.Sprintf("%s|%s|%s|%d", o.Provider, o.SKU, o.Region, o.GPUsPerUnit)
+type CapacityKey struct {
+	Provider, SKU, Region string
+	GPUsPerUnit           int
+}
+
+// Capacity returns the offer's CapacityKey.
+func (o Offer) Capacity() CapacityKey {
+	return CapacityKey{o.Provider, o.SKU, o.Region, o.GPUsPerUnit}
 }
 
 // Reason is why an offer was refused or a plan is short: a stable code for

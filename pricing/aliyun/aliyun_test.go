@@ -274,7 +274,7 @@ func TestOffersFromRecordings(t *testing.T) {
 	if len(offers) != len(want) {
 		t.Fatalf("%d offers, want %d: %v", len(offers), len(want), ids(offers))
 	}
-	twins := map[string]bool{}
+	twins := map[sluice.CapacityKey]bool{}
 	for i, w := range want {
 		o := offers[i]
 		region := strings.Split(w.id, ":")[1]
@@ -293,14 +293,14 @@ func TestOffersFromRecordings(t *testing.T) {
 			if o.Market != sluice.Spot || o.MinBid.Cmp(o.UnitPrice) != 0 || o.MinBid.Currency != "CNY" || !strings.HasPrefix(o.Source, "aliyun ecs DescribeSpotPriceHistory "+region+" zone ") {
 				t.Errorf("spot offer %s: market %s, MinBid %s, Source %q", o.ID, o.Market, o.MinBid, o.Source)
 			}
-			if !twins[o.CapacityKey()] {
-				t.Errorf("spot offer %s: no on-demand twin with CapacityKey %s", o.ID, o.CapacityKey())
+			if !twins[o.Capacity()] {
+				t.Errorf("spot offer %s: no on-demand twin with CapacityKey %+v", o.ID, o.Capacity())
 			}
 		} else {
 			if o.Market != sluice.OnDemand || o.MinBid.IsSet() || o.Source != "aliyun ecs DescribePrice "+region {
 				t.Errorf("on-demand offer %s: market %s, MinBid %v, Source %q", o.ID, o.Market, o.MinBid, o.Source)
 			}
-			twins[o.CapacityKey()] = true
+			twins[o.Capacity()] = true
 		}
 	}
 	if got := f.maxSeen.Load(); got > Concurrency {

@@ -89,10 +89,10 @@ func TestOffersFromReplay(t *testing.T) {
 	diff(t, rows(offers), append(slices.Clone(fixtureOnDemand), fixtureBid...))
 
 	// Every spot offer has its on-demand twin: same capacity key.
-	byKey := map[string]sluice.Offer{}
+	byKey := map[sluice.CapacityKey]sluice.Offer{}
 	for _, o := range offers {
 		if o.Market == sluice.OnDemand {
-			byKey[o.CapacityKey()] = o
+			byKey[o.Capacity()] = o
 		}
 		if o.Provider != "vast" || !o.FetchedAt.Equal(now) || !o.ExpiresAt.Equal(now.Add(5*time.Minute)) || !strings.HasPrefix(o.Source, "vast POST /api/v0/bundles/ type=") {
 			t.Errorf("%s: provider %q source %q fetched %v expires %v", o.ID, o.Provider, o.Source, o.FetchedAt, o.ExpiresAt)
@@ -102,9 +102,9 @@ func TestOffersFromReplay(t *testing.T) {
 		if o.Market != sluice.Spot {
 			continue
 		}
-		twin, ok := byKey[o.CapacityKey()]
+		twin, ok := byKey[o.Capacity()]
 		if !ok {
-			t.Errorf("%s: no on-demand twin for %s", o.ID, o.CapacityKey())
+			t.Errorf("%s: no on-demand twin for %+v", o.ID, o.Capacity())
 			continue
 		}
 		if twin.ID != strings.Replace(o.ID, ":bid", ":ondemand", 1) {
