@@ -48,7 +48,7 @@ func (b *Burst) Decide(ctx context.Context, t Trigger) (rec DecisionRecord, repl
 	if old, ok, err := b.Ledger.Decision(ctx, id); err != nil {
 		return rec, false, fmt.Errorf("reading decision %s: %w", id, err)
 	} else if ok {
-		old.Status = Outcome(old)
+		old.Outcome = Outcome(old)
 		return old, true, nil
 	}
 	now := b.Clock.Now().UTC()
@@ -108,7 +108,7 @@ func (b *Burst) Decide(ctx context.Context, t Trigger) (rec DecisionRecord, repl
 		if errors.Is(err, ErrDuplicate) { // a concurrent delivery won the race
 			old, ok, rerr := b.Ledger.Decision(ctx, id)
 			if rerr == nil && ok {
-				old.Status = Outcome(old)
+				old.Outcome = Outcome(old)
 				return old, true, nil
 			}
 		}
@@ -125,7 +125,7 @@ func (b *Burst) Decide(ctx context.Context, t Trigger) (rec DecisionRecord, repl
 		}
 		rec.Placements = append(rec.Placements, p)
 	}
-	rec.Status = Outcome(rec)
+	rec.Outcome = Outcome(rec)
 	return rec, false, nil
 }
 

@@ -10,9 +10,9 @@ import (
 
 // Decision statuses.
 const (
-	StatusPlaced      = "placed"        // every chosen line was placed
-	StatusPartial     = "partial"       // some lines failed to place, or the plan is short
-	StatusPlanned     = "planned"       // intent recorded, placement not yet done
+	StatusPlaced      = "placed"        // outcome: every chosen line was placed
+	StatusPartial     = "partial"       // outcome: some lines failed to place, or the plan is short
+	StatusPlanned     = "planned"       // intent recorded before placement
 	StatusNothingToDo = "nothing-to-do" // no slots wanted, or alarm not in ALARM
 	StatusNoOffer     = "no-offer"      // slots wanted, nothing allowed could be bought
 )
@@ -21,10 +21,14 @@ const (
 // ledger entry finance audits, and what `sluice burst --json` prints. Money is
 // always a decimal string with its currency.
 type DecisionRecord struct {
-	Kind       string    `json:"kind"` // "decision"
-	DecisionID string    `json:"decision_id"`
-	Status     string    `json:"status"`
-	DecidedAt  time.Time `json:"decided_at"`
+	Kind       string `json:"kind"` // "decision"
+	DecisionID string `json:"decision_id"`
+	// Status is as recorded before any placement: "planned", "nothing-to-do" or "no-offer".
+	Status string `json:"status"`
+	// Outcome is derived, never stored: Status, or for a planned decision
+	// "placed" / "partial" given its placement records (see Outcome).
+	Outcome   string    `json:"outcome,omitempty"`
+	DecidedAt time.Time `json:"decided_at"`
 
 	Trigger Trigger      `json:"trigger"`
 	Profile QueueProfile `json:"profile"`
@@ -44,7 +48,12 @@ type DecisionRecord struct {
 	CodeVersion    string   `json:"code_version"`
 
 	// PrevHash and Hash chain the ledger: Hash = SHA-256 over the canonical JSON
-	// of the record with Hash empty. The ledger sets both.
+	// of the record as appended, with Hash empty. The ledger sets both. A
+	// decision is appended before anything is placed, so the hashed body has
+	// status "planned" (or "nothing-to-do" / "no-offer") and "placements": null;
+	// placements are their own chained records, and the status shown with them
+	// ("placed", "partial") is derived into Outcome. To re-hash a record read
+	// back, set Placements to nil and Outcome to "" (ledger/README.md).
 	PrevHash string `json:"prev_hash"`
 	Hash     string `json:"hash"`
 }

@@ -54,6 +54,7 @@ func decide(t *testing.T, a *App, event string) sluice.DecisionRecord {
 // what was chosen, at what cost, and why everything else was refused.
 type golden struct {
 	Status   string             `json:"status"`
+	Outcome  string             `json:"outcome"`
 	Demand   sluice.Demand      `json:"demand"`
 	Lines    []sluice.Line      `json:"lines"`
 	Total    sluice.Money       `json:"total_expected_cost"`
@@ -64,7 +65,7 @@ type golden struct {
 
 func checkGolden(t *testing.T, name string, rec sluice.DecisionRecord) {
 	t.Helper()
-	got, err := json.MarshalIndent(golden{rec.Status, rec.Demand, rec.Lines, rec.TotalExpectedCost, rec.SlotsCovered, rec.Short, rec.Rejected}, "", "  ")
+	got, err := json.MarshalIndent(golden{rec.Status, rec.Outcome, rec.Demand, rec.Lines, rec.TotalExpectedCost, rec.SlotsCovered, rec.Short, rec.Rejected}, "", "  ")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -104,8 +105,8 @@ func checkLines(t *testing.T, rec sluice.DecisionRecord, want []lineWant, total 
 	if rec.TotalExpectedCost.Amount.String() != total || rec.TotalExpectedCost.Currency != "USD" {
 		t.Errorf("total = %s, want %s USD", rec.TotalExpectedCost, total)
 	}
-	if rec.Status != sluice.StatusPlaced || len(rec.Placements) != len(rec.Lines) {
-		t.Errorf("status %s with %d placements for %d lines", rec.Status, len(rec.Placements), len(rec.Lines))
+	if rec.Outcome != sluice.StatusPlaced || len(rec.Placements) != len(rec.Lines) {
+		t.Errorf("status %s with %d placements for %d lines", rec.Outcome, len(rec.Placements), len(rec.Lines))
 	}
 }
 

@@ -23,6 +23,7 @@ type DecisionSummary struct {
 	DecisionID        string `json:"decision_id"`
 	Queue             string `json:"queue"`
 	Status            string `json:"status"`
+	Outcome           string `json:"outcome"`
 	Replayed          bool   `json:"replayed"`
 	SlotsWanted       int    `json:"slots_wanted"`
 	SlotsCovered      int    `json:"slots_covered"`
@@ -53,11 +54,11 @@ func (a *App) Handle(ctx context.Context, raw json.RawMessage) (Result, error) {
 			}
 			return res, errors.Join(errors.New("burst "+t.Queue), err)
 		}
-		slog.InfoContext(ctx, "decision", "decision_id", rec.DecisionID, "queue", t.Queue, "status", rec.Status,
+		slog.InfoContext(ctx, "decision", "decision_id", rec.DecisionID, "queue", t.Queue, "status", rec.Status, "outcome", rec.Outcome,
 			"replayed", replayed, "slots_wanted", rec.SlotsWanted, "slots_covered", rec.SlotsCovered,
 			"total_expected_cost", rec.TotalExpectedCost.String())
 		res.Decisions = append(res.Decisions, DecisionSummary{
-			DecisionID: rec.DecisionID, Queue: t.Queue, Status: rec.Status, Replayed: replayed,
+			DecisionID: rec.DecisionID, Queue: t.Queue, Status: rec.Status, Outcome: rec.Outcome, Replayed: replayed,
 			SlotsWanted: rec.SlotsWanted, SlotsCovered: rec.SlotsCovered, TotalExpectedCost: rec.TotalExpectedCost.String(),
 		})
 	}

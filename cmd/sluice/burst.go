@@ -96,7 +96,7 @@ func burst(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 // reason, the chosen lines and the total.
 func printDecision(w io.Writer, rec sluice.DecisionRecord, replayed bool, ledgerPath string) {
 	t := rec.Trigger
-	fmt.Fprintf(w, "decision  %s  %s", rec.DecisionID, strings.ToUpper(rec.Status))
+	fmt.Fprintf(w, "decision  %s  %s", rec.DecisionID, strings.ToUpper(rec.Outcome))
 	if replayed {
 		fmt.Fprint(w, "  (already recorded: this alarm was delivered before; nothing placed again)")
 	}

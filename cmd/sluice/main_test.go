@@ -14,6 +14,7 @@ import (
 	_ "modernc.org/sqlite"
 
 	"github.com/sluicehq/sluice"
+	"github.com/sluicehq/sluice/ledger"
 )
 
 func init() {
@@ -71,8 +72,18 @@ func TestSameAlarmTwiceIsOneDecision(t *testing.T) {
 	if err := json.Unmarshal([]byte(out2), &r2); err != nil {
 		t.Fatal(err)
 	}
-	if r1.DecisionID != r2.DecisionID || r1.Hash != r2.Hash || r1.Status != sluice.StatusPlaced || r2.Status != sluice.StatusPlaced {
-		t.Fatalf("replayed decision differs: %s %s %s / %s %s %s", r1.DecisionID, r1.Hash, r1.Status, r2.DecisionID, r2.Hash, r2.Status)
+	if r1.DecisionID != r2.DecisionID || r1.Hash != r2.Hash || r1.Outcome != sluice.StatusPlaced || r2.Outcome != sluice.StatusPlaced {
+		t.Fatalf("replayed decision differs: %s %s %s / %s %s %s", r1.DecisionID, r1.Hash, r1.Outcome, r2.DecisionID, r2.Hash, r2.Outcome)
+	}
+	// Finance can re-hash what --json printed: drop the derived parts
+	// (placements are their own records, outcome is derived) and the hash matches.
+	r1.Placements, r1.Outcome = nil, ""
+	body, err := ledger.Canonical(r1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if h, err := ledger.BodyHash(body); err != nil || h != r1.Hash {
+		t.Fatalf("re-hash of printed record = %s (%v), recorded hash %s", h, err, r1.Hash)
 	}
 	if len(r2.Placements) != len(r1.Lines) {
 		t.Fatalf("replayed record has %d placements for %d lines", len(r2.Placements), len(r1.Lines))
