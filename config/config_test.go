@@ -2,6 +2,7 @@ package config
 
 import (
 	"errors"
+	"os"
 	"strings"
 	"testing"
 )
@@ -59,4 +60,27 @@ func TestParseErrorsNameTheField(t *testing.T) {
 			t.Errorf("%q: err = %v, want one naming %s", y, err, tc.field)
 		}
 	}
+}
+
+// FuzzParse: any input either parses into a config whose queues are usable
+// or is refused with ErrBadConfig; it never panics.
+func FuzzParse(f *testing.F) {
+	if b, err := os.ReadFile("../testdata/sluice.yaml"); err == nil {
+		f.Add(b)
+	}
+	f.Add([]byte("billing_currency: USD\nqueues: [{queue: q}]\n"))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		c, err := Parse(b, "fuzz.yaml")
+		if err != nil {
+			if !errors.Is(err, ErrBadConfig) {
+				t.Fatalf("error does not wrap ErrBadConfig: %v", err)
+			}
+			return
+		}
+		for name, q := range c.Queues {
+			if q.GPUsPerSlot <= 0 || q.MaxSlots <= 0 || !q.HoursPerSlot.IsPositive() || name != q.Queue {
+				t.Fatalf("unusable queue accepted: %+v", q)
+			}
+		}
+	})
 }
