@@ -440,7 +440,7 @@ func TestBadEntryDropped(t *testing.T) {
 
 func TestParseDescribePriceBadPrice(t *testing.T) {
 	for _, tc := range []struct{ body, reason string }{
-		{`{"PriceInfo":{"Price":{"Currency":"CNY","TradePrice":-1}}}`, `PriceInfo.Price.TradePrice -1: amount "-1": negative`},
+		{`{"PriceInfo":{"Price":{"Currency":"CNY","TradePrice":-1}}}`, `PriceInfo.Price.TradePrice -1: negative`},
 		{`{"PriceInfo":{"Price":{"Currency":"CNY","TradePrice":0}}}`, `PriceInfo.Price.TradePrice 0: not positive`},
 		{`{"PriceInfo":{"Price":{"Currency":"CNY","TradePrice":"34.742"}}}`, `PriceInfo.Price.TradePrice "34.742": not a JSON number`},
 		{`{"PriceInfo":{"Price":{"Currency":"CNY"}}}`, `PriceInfo.Price.TradePrice: missing`},

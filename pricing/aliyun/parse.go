@@ -10,6 +10,7 @@ import (
 	"github.com/tidwall/gjson"
 
 	"github.com/sluicehq/sluice"
+	"github.com/sluicehq/sluice/pricing"
 )
 
 // instanceGPU is what one instance type carries: GPU model (canonical name) and
@@ -112,10 +113,11 @@ func wirePrice(r gjson.Result, field, currency string) (sluice.Money, string, er
 		return sluice.Money{}, "", fmt.Errorf("%s: missing", field)
 	}
 	raw := strings.TrimSpace(r.Raw)
-	if r.Type != gjson.Number {
-		return sluice.Money{}, raw, fmt.Errorf("%s %s: not a JSON number", field, raw)
+	d, _, err := pricing.WireAmount(r)
+	if err != nil {
+		return sluice.Money{}, raw, fmt.Errorf("%s %s: %w", field, raw, err)
 	}
-	m, err := sluice.NewMoney(raw, currency)
+	m, err := sluice.NewMoney(d.String(), currency)
 	if err != nil {
 		return sluice.Money{}, raw, fmt.Errorf("%s %s: %w", field, raw, err)
 	}

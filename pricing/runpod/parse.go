@@ -11,6 +11,7 @@ import (
 	"github.com/tidwall/gjson"
 
 	"github.com/sluicehq/sluice"
+	"github.com/sluicehq/sluice/pricing"
 )
 
 // Currency of every RunPod price (providers.md §0).
@@ -170,7 +171,7 @@ type wirePrice struct {
 // price means "not offered" (ok false, nothing dropped); a bad one is dropped.
 func (p *parser) price(t gjson.Result, field, ref string) (wirePrice, bool) {
 	r := t.Get(field)
-	d, present, err := amount(r)
+	d, present, err := pricing.WireAmount(r)
 	if err != nil {
 		p.drop(ref, "%s %q: %v", field, r.Raw, err)
 		return wirePrice{}, false
@@ -214,7 +215,7 @@ func (p *parser) emit(id, model, cloud string, market sluice.Market, w wirePrice
 
 // gpuModel maps memoryInGb (GB per GPU) to the canonical A100 model name.
 func gpuModel(r gjson.Result) (string, error) {
-	d, present, err := amount(r)
+	d, present, err := pricing.WireAmount(r)
 	switch {
 	case err != nil:
 		return "", fmt.Errorf("memoryInGb %q: %v", r.Raw, err)
@@ -229,35 +230,6 @@ func gpuModel(r gjson.Result) (string, error) {
 		return "A100-40GB", nil
 	}
 	return "", fmt.Errorf("memoryInGb %s: not an A100 size (40 or 80)", r.Raw)
-}
-
-// maxExp bounds the decimal exponent of a wire amount, so a token such as
-// 1e999999999 is refused instead of expanding into a billion-digit number.
-const maxExp = 30
-
-// amount reads a JSON number token as an exact decimal from its text (never
-// through float64). present is false for a missing or null value.
-func amount(r gjson.Result) (d decimal.Decimal, present bool, err error) {
-	if !r.Exists() || r.Type == gjson.Null {
-		return decimal.Decimal{}, false, nil
-	}
-	if r.Type != gjson.Number {
-		return decimal.Decimal{}, true, fmt.Errorf("not a JSON number")
-	}
-	if len(r.Raw) > 64 {
-		return decimal.Decimal{}, true, fmt.Errorf("too long")
-	}
-	d, err = decimal.NewFromString(r.Raw)
-	if err != nil {
-		return decimal.Decimal{}, true, fmt.Errorf("not a decimal")
-	}
-	if e := d.Exponent(); e > maxExp || e < -maxExp {
-		return decimal.Decimal{}, true, fmt.Errorf("out of range")
-	}
-	if d.IsNegative() {
-		return decimal.Decimal{}, true, fmt.Errorf("negative")
-	}
-	return d, true, nil
 }
 
 // graphQLErrors returns a *GraphQLError when errors is a non-empty value.

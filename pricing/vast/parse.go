@@ -12,6 +12,7 @@ import (
 	"github.com/tidwall/gjson"
 
 	"github.com/sluicehq/sluice"
+	"github.com/sluicehq/sluice/pricing"
 )
 
 // Currency of every Vast price (providers.md §0).
@@ -152,7 +153,7 @@ func parseOffer(o gjson.Result, searchType string, market sluice.Market, now tim
 		field = "min_bid"
 	}
 	pr := o.Get(field)
-	price, present, err := amount(pr)
+	price, present, err := pricing.WireAmount(pr)
 	switch {
 	case err != nil:
 		return offer, ref, fmt.Sprintf("%s %q: %v", field, pr.Raw, err)
@@ -192,7 +193,7 @@ func parseOffer(o gjson.Result, searchType string, market sluice.Market, now tim
 
 // gpuModel maps gpu_ram (MB per GPU) to the canonical A100 model, or a reason.
 func gpuModel(r gjson.Result) (model, reason string) {
-	d, present, err := amount(r)
+	d, present, err := pricing.WireAmount(r)
 	switch {
 	case err != nil:
 		return "", fmt.Sprintf("gpu_ram %q: %v", r.Raw, err)
@@ -222,33 +223,6 @@ func splitGeolocation(s string) (city, cc string, ok bool) {
 		return "", "", false
 	}
 	return strings.Join(parts[:last], ", "), cc, true
-}
-
-const maxExp = 30
-
-// amount reads a JSON number token as an exact decimal from its text (never
-// through float64). present is false for a missing or null value.
-func amount(r gjson.Result) (d decimal.Decimal, present bool, err error) {
-	if !r.Exists() || r.Type == gjson.Null {
-		return decimal.Decimal{}, false, nil
-	}
-	if r.Type != gjson.Number {
-		return decimal.Decimal{}, true, fmt.Errorf("not a JSON number")
-	}
-	if len(r.Raw) > 64 {
-		return decimal.Decimal{}, true, fmt.Errorf("too long")
-	}
-	d, err = decimal.NewFromString(r.Raw)
-	if err != nil {
-		return decimal.Decimal{}, true, fmt.Errorf("not a decimal")
-	}
-	if e := d.Exponent(); e > maxExp || e < -maxExp {
-		return decimal.Decimal{}, true, fmt.Errorf("out of range")
-	}
-	if d.IsNegative() {
-		return decimal.Decimal{}, true, fmt.Errorf("negative")
-	}
-	return d, true, nil
 }
 
 // missing is the reason for an absent or null field: "min_bid: missing", "min_bid null: missing".
