@@ -27,8 +27,10 @@ type Burst struct {
 	FX                   FXTable
 	InterruptionsPerHour map[string]decimal.Decimal
 	// Budgets is the monthly budget per tier in BillingCurrency.
-	Budgets     map[Tier]Money
-	CodeVersion string
+	Budgets map[Tier]Money
+	// MinPricePerGPUHour is the price floor below which offers are not believed.
+	MinPricePerGPUHour Money
+	CodeVersion        string
 }
 
 // ErrUnknownQueue is returned when a trigger names a queue without a profile.
@@ -52,72 +54,41 @@ func (b *Burst) Decide(ctx context.Context, t Trigger) (rec DecisionRecord, repl
 		return old, true, nil
 	}
 	now := b.Clock.Now().UTC()
-	live, err := b.Ledger.LiveSlots(ctx, t.Queue)
-	if err != nil {
-		return rec, false, fmt.Errorf("reading live slots of %s: %w", t.Queue, err)
-	}
 	rec = DecisionRecord{
 		Kind: "decision", DecisionID: id, DecidedAt: now, Trigger: t, Profile: profile,
 		BillingCurrency: b.BillingCurrency, FX: b.FX, PolicyRevision: b.Policy.Revision(), CodeVersion: b.CodeVersion,
 		Offers: []Offer{}, Verdicts: []Verdict{}, Sources: []SourceReport{},
-		Plan: Plan{TotalExpectedCost: Money{decimal.Zero, b.BillingCurrency}, Lines: []Line{}, Rejected: []Rejection{}},
 	}
-	if t.State == StateAlarm {
-		rec.Demand = NewDemand(profile, t.Depth, live)
-	} else {
-		rec.Demand = Demand{Queue: t.Queue, Depth: t.Depth, Live: live, GPUsPerSlot: profile.GPUsPerSlot, Hours: profile.HoursPerSlot}
-	}
-	rec.Plan.SlotsWanted = rec.Demand.Slots
-
-	if rec.Demand.Slots > 0 {
-		rec.Offers, rec.Sources = b.Quotes.Collect(ctx)
-		if rec.Verdicts, err = b.Policy.Evaluate(ctx, profile, rec.Offers, now); err != nil {
-			return rec, false, fmt.Errorf("evaluating policy: %w", err)
-		}
-		budget, err := b.headroom(ctx, profile.Tier, now)
-		if err != nil {
-			return rec, false, err
-		}
-		plan, err := MakePlan(PlanInput{
-			Demand: rec.Demand, Profile: profile, Offers: rec.Offers, Verdicts: rec.Verdicts,
-			BillingCurrency: b.BillingCurrency, FX: b.FX, InterruptionsPerHour: b.InterruptionsPerHour,
-			Budget: budget, Now: now,
-		})
-		if err != nil {
-			return rec, false, err
-		}
-		rec.Plan = plan
-		if rec.Plan.Lines == nil {
-			rec.Plan.Lines = []Line{}
-		}
-		if rec.Plan.Rejected == nil {
-			rec.Plan.Rejected = []Rejection{}
-		}
-	}
-	switch {
-	case rec.Demand.Slots == 0:
-		rec.Status = StatusNothingToDo
-	case len(rec.Lines) == 0:
-		rec.Status = StatusNoOffer
-	default:
-		rec.Status = StatusPlanned
-	}
-
+	fetched := false
 	// Plan first, act second: the intent is recorded before any provider call.
-	if err := b.Ledger.AppendDecision(ctx, &rec); err != nil {
-		if errors.Is(err, ErrDuplicate) { // a concurrent delivery won the race
-			old, ok, rerr := b.Ledger.Decision(ctx, id)
-			if rerr == nil && ok {
+	// The ledger refuses the record (ErrStale) if another decision changed the
+	// queue's live slots or the tier's spend after they were read; then the
+	// demand and budget are read again and the plan remade on the same quotes.
+	for attempt := 1; ; attempt++ {
+		if err := b.plan(ctx, &rec, profile, now, &fetched); err != nil {
+			return rec, false, err
+		}
+		err := b.Ledger.AppendDecision(ctx, &rec)
+		if err == nil {
+			break
+		}
+		if errors.Is(err, ErrDuplicate) { // a concurrent delivery of the same alarm won the race
+			if old, ok, rerr := b.Ledger.Decision(ctx, id); rerr == nil && ok {
 				old.Outcome = Outcome(old)
 				return old, true, nil
 			}
+		}
+		if errors.Is(err, ErrStale) && attempt < maxStaleRetries {
+			continue
 		}
 		return rec, false, fmt.Errorf("recording decision %s: %w", id, err)
 	}
 	for i, line := range rec.Lines {
 		p, err := b.Broker.Place(ctx, id, i, line)
 		if err != nil {
-			continue // the line stays unplaced; Outcome reports "partial"
+			// Recorded, so the line's slots go back to the queue's demand.
+			p = Placement{ClientToken: ClientToken(id, i), Provider: line.Provider, OfferID: line.OfferID,
+				Market: line.Market, Units: line.Units, Slots: line.Slots, PlacedAt: b.Clock.Now().UTC(), Error: err.Error()}
 		}
 		p.DecisionID, p.Line, p.Queue = id, i, t.Queue
 		if err := b.Ledger.AppendPlacement(ctx, p); err != nil {
@@ -129,31 +100,97 @@ func (b *Burst) Decide(ctx context.Context, t Trigger) (rec DecisionRecord, repl
 	return rec, false, nil
 }
 
+// maxStaleRetries bounds how often one decision is re-planned because
+// concurrent decisions kept changing the ledger under it.
+const maxStaleRetries = 5
+
+// plan reads the queue's live slots and the tier's headroom, computes demand
+// and, when slots are wanted, collects quotes (once per decision), evaluates
+// policy and makes the plan, filling rec.
+func (b *Burst) plan(ctx context.Context, rec *DecisionRecord, profile QueueProfile, now time.Time, fetched *bool) error {
+	t := rec.Trigger
+	live, err := b.Ledger.LiveSlots(ctx, t.Queue)
+	if err != nil {
+		return fmt.Errorf("reading live slots of %s: %w", t.Queue, err)
+	}
+	if t.State == StateAlarm {
+		rec.Demand = NewDemand(profile, t.Depth, live)
+	} else {
+		rec.Demand = Demand{Queue: t.Queue, Depth: t.Depth, Live: live, GPUsPerSlot: profile.GPUsPerSlot, Hours: profile.HoursPerSlot}
+	}
+	if rec.Budget, err = b.budget(ctx, profile.Tier, now); err != nil {
+		return err
+	}
+	rec.Plan = Plan{SlotsWanted: rec.Demand.Slots, TotalExpectedCost: Money{decimal.Zero, b.BillingCurrency},
+		Lines: []Line{}, Short: []Reason{}, Rejected: []Rejection{}}
+	if rec.Demand.Slots > 0 {
+		if !*fetched {
+			rec.Offers, rec.Sources = b.Quotes.Collect(ctx)
+			if rec.Verdicts, err = b.Policy.Evaluate(ctx, profile, rec.Offers, now); err != nil {
+				return fmt.Errorf("evaluating policy: %w", err)
+			}
+			*fetched = true
+		}
+		var headroom *Money
+		if rec.Budget != nil {
+			headroom = &rec.Budget.Headroom
+		}
+		// Quote expiry is judged when the plan is made, after the fetch.
+		plan, err := MakePlan(PlanInput{
+			Demand: rec.Demand, Profile: profile, Offers: rec.Offers, Verdicts: rec.Verdicts,
+			BillingCurrency: b.BillingCurrency, FX: b.FX, InterruptionsPerHour: b.InterruptionsPerHour,
+			Budget: headroom, MinPricePerGPUHour: b.MinPricePerGPUHour, Now: b.Clock.Now().UTC(),
+		})
+		if err != nil {
+			return err
+		}
+		rec.Plan = plan
+	}
+	switch {
+	case rec.Demand.Slots == 0:
+		rec.Status = StatusNothingToDo
+	case len(rec.Lines) == 0:
+		rec.Status = StatusNoOffer
+	default:
+		rec.Status = StatusPlanned
+	}
+	return nil
+}
+
 // Outcome is the status of a decision given its placements: a planned
-// decision whose every line is placed is "placed", else "partial" (also when
-// the plan covers fewer slots than wanted).
+// decision whose every line is placed is "placed", else "partial" (a line
+// failed or is not placed yet, or the plan covers fewer slots than wanted).
 func Outcome(rec DecisionRecord) string {
 	if rec.Status != StatusPlanned {
 		return rec.Status
 	}
-	if len(rec.Placements) == len(rec.Lines) && len(rec.Short) == 0 {
+	placed := 0
+	for _, p := range rec.Placements {
+		if p.Error == "" {
+			placed++
+		}
+	}
+	if placed == len(rec.Lines) && len(rec.Short) == 0 {
 		return StatusPlaced
 	}
 	return StatusPartial
 }
 
-// headroom is the tier's monthly budget minus what decisions this month
-// (UTC calendar month of now) have committed; nil when the tier has no budget.
-func (b *Burst) headroom(ctx context.Context, tier Tier, now time.Time) (*Money, error) {
-	budget, ok := b.Budgets[tier]
+// budget is the tier's budget state for the UTC calendar month of now: the
+// monthly budget, what decisions this month have committed, and the headroom
+// left; nil when the tier has no budget.
+func (b *Burst) budget(ctx context.Context, tier Tier, now time.Time) (*BudgetState, error) {
+	monthly, ok := b.Budgets[tier]
 	if !ok {
 		return nil, nil
 	}
 	from := time.Date(now.Year(), now.Month(), 1, 0, 0, 0, 0, time.UTC)
-	spent, err := b.Ledger.TierSpend(ctx, tier, from, from.AddDate(0, 1, 0))
+	to := from.AddDate(0, 1, 0)
+	spent, err := b.Ledger.TierSpend(ctx, tier, from, to)
 	if err != nil {
 		return nil, fmt.Errorf("reading %s spend: %w", tier, err)
 	}
-	left := Money{budget.Amount.Sub(spent), budget.Currency}
-	return &left, nil
+	return &BudgetState{Tier: tier, PeriodStart: from, PeriodEnd: to, Budget: monthly,
+		Spent:    Money{spent, monthly.Currency},
+		Headroom: Money{monthly.Amount.Sub(spent), monthly.Currency}}, nil
 }

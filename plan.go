@@ -53,7 +53,7 @@ type Plan struct {
 	SlotsWanted  int `json:"slots_wanted"`
 	SlotsCovered int `json:"slots_covered"`
 	// Short says why SlotsCovered < SlotsWanted (codes "budget" or "capacity").
-	Short             []Reason    `json:"short,omitempty"`
+	Short             []Reason    `json:"short"`
 	TotalExpectedCost Money       `json:"total_expected_cost"`
 	Rejected          []Rejection `json:"rejected"`
 }

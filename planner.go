@@ -31,7 +31,11 @@ type PlanInput struct {
 	InterruptionsPerHour map[string]decimal.Decimal
 	// Budget is the tier's remaining headroom in the billing currency; nil means no limit.
 	Budget *Money
-	Now    time.Time
+	// MinPricePerGPUHour is the lowest price per GPU-hour believed; a cheaper
+	// offer is refused as implausible (a parsing slip or a lying source must not
+	// win the plan). Zero Money means 0 (any positive price is believed).
+	MinPricePerGPUHour Money
+	Now                time.Time
 }
 
 // candidate is an offer that passed every filter, with its per-unit costs.
@@ -74,7 +78,8 @@ func MakePlan(in PlanInput) (Plan, error) {
 	if in.Demand.GPUsPerSlot <= 0 {
 		return Plan{}, fmt.Errorf("plan: queue %s: gpus_per_slot %d: must be positive", in.Demand.Queue, in.Demand.GPUsPerSlot)
 	}
-	plan := Plan{SlotsWanted: in.Demand.Slots, TotalExpectedCost: Money{decimal.Zero, in.BillingCurrency}}
+	plan := Plan{SlotsWanted: in.Demand.Slots, TotalExpectedCost: Money{decimal.Zero, in.BillingCurrency},
+		Lines: []Line{}, Short: []Reason{}, Rejected: []Rejection{}}
 
 	// Stage 1: filter. costs are computed for every offer with a usable price,
 	// because a rejected on-demand offer still sets the bar for its spot twin.
@@ -111,7 +116,7 @@ func MakePlan(in PlanInput) (Plan, error) {
 	for i, o := range in.Offers {
 		if o.Market == Spot && costs[i] != nil {
 			if od, ok := onDemand[o.Capacity()]; ok && costs[i].billing.Cmp(od) >= 0 {
-				reasons[i] = append(reasons[i], Reason{Code: ReasonSpotNotCheaper, Message: fmt.Sprintf(
+				reasons[i] = append(reasons[i], Reason{Code: ReasonSpotNotCheaper, Rule: "plan.spot_not_cheaper", Message: fmt.Sprintf(
 					"spot expected %s per unit ≥ on-demand %s for the same capacity", costs[i].billing, od)})
 			}
 		}
@@ -163,9 +168,11 @@ func MakePlan(in PlanInput) (Plan, error) {
 			Market: o.Market, GPUModel: o.GPUModel, Units: n, GPUs: n * o.GPUsPerUnit, Slots: n * c.slotsPerUnit,
 			UnitPrice: o.UnitPrice, Hours: c.hours,
 			BaseCost: c.base.MulInt(n), ReworkCost: c.rework.MulInt(n),
-			ExpectedCost:        c.base.Add(c.rework).MulInt(n),
-			ExpectedCostBilling: c.billing.MulInt(n), FX: c.fx,
+			ExpectedCost: c.base.Add(c.rework).MulInt(n),
 		}
+		// The line's own expected cost is converted once (the FX rounding
+		// point); per-unit conversions above only rank and select.
+		line.ExpectedCostBilling, line.FX, _ = in.FX.Convert(line.ExpectedCost, in.BillingCurrency)
 		if o.Market == Spot {
 			bid := o.UnitPrice
 			line.Bid = &bid
@@ -176,11 +183,11 @@ func MakePlan(in PlanInput) (Plan, error) {
 	}
 	if plan.SlotsCovered < plan.SlotsWanted {
 		if capShort {
-			plan.Short = append(plan.Short, Reason{Code: ReasonCapacity, Message: fmt.Sprintf(
+			plan.Short = append(plan.Short, Reason{Code: ReasonCapacity, Rule: "plan.capacity", Message: fmt.Sprintf(
 				"allowed offers cover at most %d of %d slots", plan.SlotsCovered, plan.SlotsWanted)})
 		}
 		if budgetShort {
-			plan.Short = append(plan.Short, Reason{Code: ReasonBudget, Message: fmt.Sprintf(
+			plan.Short = append(plan.Short, Reason{Code: ReasonBudget, Rule: "plan.budget", Message: fmt.Sprintf(
 				"tier %s headroom %s covers %d of %d slots", in.Profile.Tier, in.Budget, plan.SlotsCovered, plan.SlotsWanted)})
 		}
 	}
@@ -190,17 +197,23 @@ func MakePlan(in PlanInput) (Plan, error) {
 // filterOffer applies the Go-side checks that need no money.
 func filterOffer(in PlanInput, o Offer, accepted map[string]bool) []Reason {
 	var rs []Reason
+	if o.GPUsPerUnit < 1 || o.GPUsPerUnit > MaxGPUsPerUnit {
+		rs = append(rs, Reason{Code: ReasonImplausible, Rule: "plan.gpus_per_unit", Message: strconv.Itoa(o.GPUsPerUnit) + " GPUs per unit: outside 1.." + strconv.Itoa(MaxGPUsPerUnit)})
+	}
+	if !o.UnitPrice.Amount.IsPositive() {
+		rs = append(rs, Reason{Code: ReasonImplausible, Rule: "plan.price_not_positive", Message: "unit price " + o.UnitPrice.String() + ": not positive"})
+	}
 	if !accepted[o.GPUModel] {
-		rs = append(rs, Reason{Code: ReasonGPUModel, Message: "GPU model " + strconv.Quote(o.GPUModel) + " not accepted (profile: " + strings.Join(in.Profile.GPUModels, ", ") + ")"})
+		rs = append(rs, Reason{Code: ReasonGPUModel, Rule: "plan.gpu_model", Message: "GPU model " + strconv.Quote(o.GPUModel) + " not accepted (profile: " + strings.Join(in.Profile.GPUModels, ", ") + ")"})
 	}
 	if o.GPUsPerUnit < in.Demand.GPUsPerSlot {
-		rs = append(rs, Reason{Code: ReasonUnitTooSmall, Message: strconv.Itoa(o.GPUsPerUnit) + " GPUs per unit < " + strconv.Itoa(in.Demand.GPUsPerSlot) + " per slot (a slot never spans nodes)"})
+		rs = append(rs, Reason{Code: ReasonUnitTooSmall, Rule: "plan.unit_too_small", Message: strconv.Itoa(o.GPUsPerUnit) + " GPUs per unit < " + strconv.Itoa(in.Demand.GPUsPerSlot) + " per slot (a slot never spans nodes)"})
 	}
 	if o.UnitsAvailable <= 0 {
-		rs = append(rs, Reason{Code: ReasonNoCapacity, Message: "no units available"})
+		rs = append(rs, Reason{Code: ReasonNoCapacity, Rule: "plan.no_units", Message: "no units available"})
 	}
 	if !o.ExpiresAt.IsZero() && !in.Now.Before(o.ExpiresAt) {
-		rs = append(rs, Reason{Code: ReasonExpired, Message: fmt.Sprintf("quote expired at %s", o.ExpiresAt.UTC().Format(time.RFC3339))})
+		rs = append(rs, Reason{Code: ReasonExpired, Rule: "plan.quote_expired", Message: fmt.Sprintf("quote expired at %s", o.ExpiresAt.UTC().Format(time.RFC3339))})
 	}
 	return rs
 }
@@ -228,7 +241,7 @@ func costOffer(in PlanInput, i int) (*candidate, []Reason) {
 	}
 	billing, fx, err := in.FX.Convert(c.base.Add(c.rework), in.BillingCurrency)
 	if err != nil {
-		return nil, []Reason{{Code: ReasonFX, Message: err.Error()}}
+		return nil, []Reason{{Code: ReasonFX, Rule: "plan.no_fx_rate", Message: err.Error()}}
 	}
 	c.billing, c.fx = billing, fx
 	var rs []Reason
@@ -237,10 +250,17 @@ func costOffer(in PlanInput, i int) (*candidate, []Reason) {
 		price, _, err := in.FX.Convert(o.UnitPrice, ceil.Currency)
 		switch {
 		case err != nil:
-			rs = append(rs, Reason{Code: ReasonFX, Message: err.Error()})
+			rs = append(rs, Reason{Code: ReasonFX, Rule: "plan.no_fx_rate", Message: err.Error()})
 		case price.Cmp(limit) > 0:
-			rs = append(rs, Reason{Code: ReasonPrice, Message: fmt.Sprintf(
+			rs = append(rs, Reason{Code: ReasonPrice, Rule: "plan.above_ceiling", Message: fmt.Sprintf(
 				"%s per unit-hour (%d GPUs) > ceiling %s per GPU-hour × %d = %s", o.UnitPrice, o.GPUsPerUnit, ceil, o.GPUsPerUnit, limit)})
+		}
+	}
+	if floor := in.MinPricePerGPUHour; floor.IsSet() && o.UnitPrice.Amount.IsPositive() {
+		limit := floor.MulInt(max(o.GPUsPerUnit, 1))
+		if price, _, err := in.FX.Convert(o.UnitPrice, floor.Currency); err == nil && price.Cmp(limit) < 0 {
+			rs = append(rs, Reason{Code: ReasonImplausible, Rule: "plan.below_price_floor", Message: fmt.Sprintf(
+				"%s per unit-hour (%d GPUs) < floor %s per GPU-hour: not believed", o.UnitPrice, o.GPUsPerUnit, floor)})
 		}
 	}
 	return c, rs

@@ -39,6 +39,8 @@ type DecisionRecord struct {
 	Verdicts []Verdict      `json:"verdicts"`
 
 	BillingCurrency string `json:"billing_currency"`
+	// Budget is the tier's period budget as the plan saw it (null when the tier has none).
+	Budget *BudgetState `json:"budget"`
 	Plan
 
 	Placements []Placement `json:"placements"`
@@ -74,4 +76,17 @@ func DecisionID(t Trigger) string {
 // (EC2 allows 64 ASCII characters).
 func ClientToken(decisionID string, line int) string {
 	return fmt.Sprintf("%s-l%d", decisionID, line)
+}
+
+// BudgetState is a tier's budget for one period (a UTC calendar month) as a
+// decision saw it, all in the billing currency.
+type BudgetState struct {
+	Tier        Tier      `json:"tier"`
+	PeriodStart time.Time `json:"period_start"`
+	PeriodEnd   time.Time `json:"period_end"`
+	Budget      Money     `json:"budget"`
+	// Spent is the expected cost committed by earlier decisions in the period.
+	Spent Money `json:"spent"`
+	// Headroom = Budget − Spent, what this decision may commit.
+	Headroom Money `json:"headroom"`
 }

@@ -213,10 +213,15 @@ const (
 	ReasonPrice            = "price"          // above the price ceiling
 	ReasonFX               = "fx"             // no FX rate to the billing currency
 	ReasonSpotNotCheaper   = "spot-not-cheaper"
-	ReasonNotNeeded        = "not-needed" // allowed but not chosen (costlier than the chosen lines)
-	ReasonBudget           = "budget"     // tier headroom too small
-	ReasonCapacity         = "capacity"   // not enough allowed capacity to cover the demand
+	ReasonImplausible      = "implausible" // GPUs per unit or price outside what any real offer has
+	ReasonBudget           = "budget"      // tier headroom too small
+	ReasonCapacity         = "capacity"    // not enough allowed capacity to cover the demand
 )
+
+// MaxGPUsPerUnit is the most GPUs one node (unit) is believed to hold; an
+// offer claiming more is refused as implausible. The largest A100 nodes sold
+// have 8 (p4d/p4de, gn7e-c16g1.32xlarge) and a few marketplace hosts 10–16.
+const MaxGPUsPerUnit = 16
 
 // Verdict is the policy's answer for one offer.
 type Verdict struct {
@@ -243,10 +248,18 @@ type Placement struct {
 	// Price is the price read back from the provider per unit-hour.
 	Price    Money     `json:"price"`
 	PlacedAt time.Time `json:"placed_at"`
+	// Error is set when the line could not be placed; the record then gives
+	// the line's Slots back to the queue's demand.
+	Error string `json:"error,omitempty"`
 }
 
 // ErrDuplicate is returned by a Ledger when a record with the same id exists.
 var ErrDuplicate = errors.New("duplicate record")
+
+// ErrStale is returned by Ledger.AppendDecision when the queue's live slots or
+// the tier's period spend changed after the decision read them (another
+// decision was recorded meanwhile); the caller re-plans and tries again.
+var ErrStale = errors.New("decision based on stale ledger state")
 
 // Clock gives the decision's time; injected so replays are exact.
 type Clock interface{ Now() time.Time }
@@ -300,11 +313,13 @@ type Broker interface {
 type Ledger interface {
 	// Decision returns the recorded decision with this id, or ok=false.
 	Decision(ctx context.Context, id string) (rec DecisionRecord, ok bool, err error)
-	// AppendDecision records a decision; ErrDuplicate when the id exists.
+	// AppendDecision records a decision; ErrDuplicate when the id exists,
+	// ErrStale when rec.Demand.Live or rec.Budget.Spent no longer hold.
 	AppendDecision(ctx context.Context, rec *DecisionRecord) error
 	// AppendPlacement records one placement of a recorded decision.
 	AppendPlacement(ctx context.Context, p Placement) error
-	// LiveSlots is the number of slots placed and not released for queue.
+	// LiveSlots is the number of slots committed (planned by recorded
+	// decisions, less failed placements) and not released for queue.
 	LiveSlots(ctx context.Context, queue string) (int, error)
 	// TierSpend is the expected cost committed by decisions of tier decided in
 	// [from, to), in the billing currency.

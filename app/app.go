@@ -20,6 +20,7 @@ import (
 	"github.com/sluicehq/sluice/policy"
 	"github.com/sluicehq/sluice/pricing"
 	"github.com/sluicehq/sluice/pricing/aliyun"
+	"github.com/sluicehq/sluice/pricing/ec2"
 	"github.com/sluicehq/sluice/pricing/replay"
 	"github.com/sluicehq/sluice/pricing/runpod"
 	"github.com/sluicehq/sluice/pricing/vast"
@@ -87,13 +88,13 @@ func Open(ctx context.Context, o Options) (*App, error) {
 	a.Burst = &sluice.Burst{
 		Profiles: cfg.Profile,
 		Quotes: &pricing.Collector{
-			Sources:        a.sources(o),
+			Sources:        a.sources(ctx, o),
 			SourceTimeout:  cfg.Quotes.SourceTimeout,
 			OverallTimeout: cfg.Quotes.OverallTimeout,
 		},
 		Policy: a.Policy, Ledger: a.Ledger, Broker: a.Broker, Clock: o.Clock,
 		BillingCurrency: cfg.BillingCurrency, FX: cfg.FX, InterruptionsPerHour: cfg.InterruptionsPerHour,
-		Budgets: cfg.Budgets, CodeVersion: o.CodeVersion,
+		Budgets: cfg.Budgets, MinPricePerGPUHour: cfg.Quotes.MinPricePerGPUHour, CodeVersion: o.CodeVersion,
 	}
 	return a, nil
 }
@@ -111,7 +112,7 @@ func (a *App) Close() {
 // sources builds one quote source per enabled provider, in a fixed order.
 // In replay mode every client points at its loopback server; a provider with
 // no recordings gets a source that fails (it never reaches the internet).
-func (a *App) sources(o Options) []sluice.QuoteSource {
+func (a *App) sources(ctx context.Context, o Options) []sluice.QuoteSource {
 	cfg := a.Config
 	now := o.Clock.Now
 	client := &http.Client{Timeout: cfg.Quotes.SourceTimeout}
@@ -132,7 +133,7 @@ func (a *App) sources(o Options) []sluice.QuoteSource {
 		return o.Getenv(env)
 	}
 	var out []sluice.QuoteSource
-	for _, name := range []string{"runpod", "vast", "aliyun"} {
+	for _, name := range config.Providers {
 		p, ok := cfg.Providers[name]
 		if !ok || !p.Enabled {
 			continue
@@ -163,6 +164,27 @@ func (a *App) sources(o Options) []sluice.QuoteSource {
 			src = aliyun.New(aliyun.Config{Endpoint: u, AccessKeyID: cred(p.CredentialEnv), AccessKeySecret: cred(p.SecretEnv),
 				Regions: p.Regions, InstanceTypes: p.InstanceTypes, MaxUnits: p.MaxUnits, TTL: cfg.Quotes.TTL,
 				HTTPClient: client, Now: now})
+		case "aws":
+			ec2URL, ok1 := endpoint("aws-ec2", "")
+			priceURL, ok2 := endpoint("aws-pricing", "")
+			if a.Replay == nil { // production: the SDK's own endpoints unless configured
+				ec2URL, priceURL = p.Endpoint, ""
+			}
+			if !ok1 || !ok2 {
+				src = missing(name, o.ReplayDir)
+				break
+			}
+			c := ec2.Config{Regions: p.Regions, InstanceTypes: p.InstanceTypes, EC2Endpoint: ec2URL, PricingEndpoint: priceURL,
+				MaxUnits: p.MaxUnits, TTL: cfg.Quotes.TTL, HTTPClient: client, Now: now}
+			if a.Replay != nil {
+				c.AccessKeyID, c.SecretAccessKey = "replay", "replay"
+			}
+			client, err := ec2.New(ctx, c)
+			if err != nil {
+				src = failing{name, fmt.Errorf("aws: %w", err)}
+				break
+			}
+			src = client
 		}
 		out = append(out, src)
 	}

@@ -6,9 +6,12 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"regexp"
+	"slices"
 	"sort"
+	"strings"
 	"time"
 
 	"github.com/shopspring/decimal"
@@ -22,6 +25,8 @@ var ErrBadConfig = errors.New("bad config")
 
 // Config is the whole configuration.
 type Config struct {
+	// Source is the file the config was read from (named in errors).
+	Source string
 	// BillingCurrency is the ISO 4217 currency totals and budgets are kept in.
 	BillingCurrency string
 	// FX holds the dated rates a decision may use (stored with every decision).
@@ -44,6 +49,9 @@ type Quotes struct {
 	SourceTimeout  time.Duration // per source deadline (default 2s)
 	OverallTimeout time.Duration // whole fan-out deadline (default 3s)
 	TTL            time.Duration // quote lifetime (default 5m)
+	// MinPricePerGPUHour is the price floor below which an offer is not
+	// believed (default 0.01 in the billing currency).
+	MinPricePerGPUHour sluice.Money
 }
 
 // Provider is one quote source's settings.
@@ -72,37 +80,35 @@ type fileConfig struct {
 		Source string `yaml:"source"`
 	} `yaml:"fx"`
 	Quotes struct {
-		SourceTimeout  string `yaml:"source_timeout"`
-		OverallTimeout string `yaml:"overall_timeout"`
-		TTL            string `yaml:"ttl"`
+		SourceTimeout      string    `yaml:"source_timeout"`
+		OverallTimeout     string    `yaml:"overall_timeout"`
+		TTL                string    `yaml:"ttl"`
+		MinPricePerGPUHour moneyYAML `yaml:"min_price_per_gpu_hour"`
 	} `yaml:"quotes"`
 	Budgets              map[string]string `yaml:"budgets"`
 	InterruptionsPerHour map[string]string `yaml:"interruptions_per_hour"`
 	Providers            map[string]struct {
-		Enabled       bool     `yaml:"enabled"`
-		Endpoint      string   `yaml:"endpoint"`
-		CredentialEnv string   `yaml:"credential_env"`
-		SecretEnv     string   `yaml:"secret_env"`
-		MaxUnits      int      `yaml:"max_units"`
-		Regions       []string `yaml:"regions"`
-		InstanceTypes []string `yaml:"instance_types"`
+		Enabled       strictBool `yaml:"enabled"`
+		Endpoint      string     `yaml:"endpoint"`
+		CredentialEnv string     `yaml:"credential_env"`
+		SecretEnv     string     `yaml:"secret_env"`
+		MaxUnits      strictInt  `yaml:"max_units"`
+		Regions       []string   `yaml:"regions"`
+		InstanceTypes []string   `yaml:"instance_types"`
 	} `yaml:"providers"`
 	Queues []struct {
-		Queue                     string   `yaml:"queue"`
-		GPUModels                 []string `yaml:"gpu_models"`
-		GPUsPerSlot               int      `yaml:"gpus_per_slot"`
-		HoursPerSlot              string   `yaml:"hours_per_slot"`
-		MaxSlots                  int      `yaml:"max_slots"`
-		Checkpointable            bool     `yaml:"checkpointable"`
-		CheckpointIntervalMinutes int      `yaml:"checkpoint_interval_minutes"`
-		DataClass                 string   `yaml:"data_class"`
-		ExportApproved            bool     `yaml:"export_approved"`
-		BudgetTier                string   `yaml:"budget_tier"`
-		Team                      string   `yaml:"team"`
-		MaxPricePerGPUHour        struct {
-			Amount   string `yaml:"amount"`
-			Currency string `yaml:"currency"`
-		} `yaml:"max_price_per_gpu_hour"`
+		Queue                     string     `yaml:"queue"`
+		GPUModels                 []string   `yaml:"gpu_models"`
+		GPUsPerSlot               strictInt  `yaml:"gpus_per_slot"`
+		HoursPerSlot              string     `yaml:"hours_per_slot"`
+		MaxSlots                  strictInt  `yaml:"max_slots"`
+		Checkpointable            strictBool `yaml:"checkpointable"`
+		CheckpointIntervalMinutes strictInt  `yaml:"checkpoint_interval_minutes"`
+		DataClass                 string     `yaml:"data_class"`
+		ExportApproved            strictBool `yaml:"export_approved"`
+		BudgetTier                string     `yaml:"budget_tier"`
+		Team                      string     `yaml:"team"`
+		MaxPricePerGPUHour        moneyYAML  `yaml:"max_price_per_gpu_hour"`
 	} `yaml:"queues"`
 }
 
@@ -115,7 +121,22 @@ func Load(path string) (*Config, error) {
 	return Parse(b, path)
 }
 
+// Limits on configured values: beyond them a value is a typo, not a plan.
+const (
+	maxHoursPerSlot = 720  // 30 days
+	maxSlots        = 1000 // slots one decision may buy for a queue
+	maxUnits        = 1000 // units assumed per offer
+	maxInterruption = 10   // interruptions per running hour
+)
+
+// Providers are the quote sources this build knows.
+var Providers = []string{"aws", "runpod", "vast", "aliyun"}
+
+// GPUModels are the canonical GPU model names offers are normalised to.
+var GPUModels = []string{"A100-80GB", "A100-40GB"}
+
 var (
+	queueRE     = regexp.MustCompile(`^[A-Za-z0-9_-]{1,80}$|^[A-Za-z0-9_-]{1,75}\.fifo$`)
 	currencyRE  = regexp.MustCompile(`^[A-Z]{3}$`)
 	dataClasses = map[string]bool{"cn-beijing-only": true, "cn-domestic": true, "public": true}
 	tiers       = map[string]bool{string(sluice.TierBase): true, string(sluice.TierElastic): true, string(sluice.TierEmergency): true}
@@ -128,12 +149,16 @@ func Parse(b []byte, name string) (*Config, error) {
 	dec := yaml.NewDecoder(bytes.NewReader(b))
 	dec.KnownFields(true)
 	if err := dec.Decode(&f); err != nil {
+		if errors.Is(err, io.EOF) {
+			return nil, fmt.Errorf("%w: %s: empty file", ErrBadConfig, name)
+		}
 		return nil, fmt.Errorf("%w: %s: %v", ErrBadConfig, name, err)
 	}
 	bad := func(field, format string, a ...any) error {
 		return fmt.Errorf("%w: %s: %s: %s", ErrBadConfig, name, field, fmt.Sprintf(format, a...))
 	}
 	c := &Config{
+		Source:               name,
 		BillingCurrency:      f.BillingCurrency,
 		Budgets:              map[sluice.Tier]sluice.Money{},
 		InterruptionsPerHour: map[string]decimal.Decimal{},
@@ -159,6 +184,14 @@ func Parse(b []byte, name string) (*Config, error) {
 		if r.Source == "" {
 			return nil, bad(field+".source", "empty: every rate needs its source")
 		}
+		if rate.LessThan(decimal.New(1, -6)) || rate.GreaterThan(decimal.New(1, 6)) {
+			return nil, bad(field+".rate", "%q: outside 0.000001..1000000", r.Rate)
+		}
+		for _, prev := range c.FX {
+			if (prev.Base == r.Base && prev.Quote == r.Quote) || (prev.Base == r.Quote && prev.Quote == r.Base) {
+				return nil, bad(field, "a second rate between %s and %s: one rate per pair", r.Base, r.Quote)
+			}
+		}
 		c.FX = append(c.FX, sluice.FXRate{Base: r.Base, Quote: r.Quote, Rate: rate, AsOf: asOf, Source: r.Source})
 	}
 	var err error
@@ -171,6 +204,15 @@ func Parse(b []byte, name string) (*Config, error) {
 	if c.Quotes.TTL, err = duration(f.Quotes.TTL, 5*time.Minute); err != nil {
 		return nil, bad("quotes.ttl", "%v", err)
 	}
+	if c.Quotes.SourceTimeout > c.Quotes.OverallTimeout {
+		return nil, bad("quotes.source_timeout", "%s is longer than overall_timeout %s", c.Quotes.SourceTimeout, c.Quotes.OverallTimeout)
+	}
+	c.Quotes.MinPricePerGPUHour = sluice.Money{Amount: decimal.New(1, -2), Currency: c.BillingCurrency}
+	if mp := f.Quotes.MinPricePerGPUHour; mp.set() {
+		if c.Quotes.MinPricePerGPUHour, err = mp.money(); err != nil {
+			return nil, bad("quotes.min_price_per_gpu_hour", "%v", err)
+		}
+	}
 	for tier, amount := range f.Budgets {
 		if !tiers[tier] {
 			return nil, bad("budgets."+tier, "unknown tier (want base, elastic or emergency)")
@@ -182,23 +224,29 @@ func Parse(b []byte, name string) (*Config, error) {
 		c.Budgets[sluice.Tier(tier)] = m
 	}
 	for p, rate := range f.InterruptionsPerHour {
+		if !slices.Contains(Providers, p) {
+			return nil, bad("interruptions_per_hour."+p, "unknown provider (known: %s)", strings.Join(Providers, ", "))
+		}
 		d, err := decimal.NewFromString(rate)
-		if err != nil || d.IsNegative() {
-			return nil, bad("interruptions_per_hour."+p, "%q is not a non-negative decimal", rate)
+		if err != nil || d.IsNegative() || d.GreaterThan(decimal.NewFromInt(maxInterruption)) {
+			return nil, bad("interruptions_per_hour."+p, "%q: want a decimal in 0..%d", rate, maxInterruption)
 		}
 		c.InterruptionsPerHour[p] = d
 	}
 	for name, p := range f.Providers {
-		if p.MaxUnits < 0 {
-			return nil, bad("providers."+name+".max_units", "%d: negative", p.MaxUnits)
+		if !slices.Contains(Providers, name) {
+			return nil, bad("providers."+name, "unknown provider (known: %s)", strings.Join(Providers, ", "))
 		}
-		c.Providers[name] = Provider{Enabled: p.Enabled, Endpoint: p.Endpoint, CredentialEnv: p.CredentialEnv,
-			SecretEnv: p.SecretEnv, MaxUnits: p.MaxUnits, Regions: p.Regions, InstanceTypes: p.InstanceTypes}
+		if p.MaxUnits < 0 || p.MaxUnits > maxUnits {
+			return nil, bad("providers."+name+".max_units", "%d: want 0..%d", p.MaxUnits, maxUnits)
+		}
+		c.Providers[name] = Provider{Enabled: bool(p.Enabled), Endpoint: p.Endpoint, CredentialEnv: p.CredentialEnv,
+			SecretEnv: p.SecretEnv, MaxUnits: int(p.MaxUnits), Regions: p.Regions, InstanceTypes: p.InstanceTypes}
 	}
 	for i, q := range f.Queues {
 		field := fmt.Sprintf("queues[%d]", i)
-		if q.Queue == "" {
-			return nil, bad(field+".queue", "empty")
+		if !queueRE.MatchString(q.Queue) {
+			return nil, bad(field+".queue", "%q is not an SQS queue name (1-80 of A-Z a-z 0-9 _ -, or .fifo)", q.Queue)
 		}
 		field = fmt.Sprintf("queues[%s]", q.Queue)
 		if _, dup := c.Queues[q.Queue]; dup {
@@ -207,15 +255,20 @@ func Parse(b []byte, name string) (*Config, error) {
 		if len(q.GPUModels) == 0 {
 			return nil, bad(field+".gpu_models", "empty")
 		}
+		for _, m := range q.GPUModels {
+			if !slices.Contains(GPUModels, m) {
+				return nil, bad(field+".gpu_models", "%q: unknown (known: %s)", m, strings.Join(GPUModels, ", "))
+			}
+		}
 		if q.GPUsPerSlot <= 0 || q.GPUsPerSlot > 8 {
 			return nil, bad(field+".gpus_per_slot", "%d: want 1..8 (a slot never spans nodes)", q.GPUsPerSlot)
 		}
 		hours, err := decimal.NewFromString(q.HoursPerSlot)
-		if err != nil || !hours.IsPositive() {
-			return nil, bad(field+".hours_per_slot", "%q is not a positive decimal", q.HoursPerSlot)
+		if err != nil || !hours.IsPositive() || hours.GreaterThan(decimal.NewFromInt(maxHoursPerSlot)) || hours.Exponent() < -6 {
+			return nil, bad(field+".hours_per_slot", "%q: want a decimal in (0, %d] with at most 6 decimals", q.HoursPerSlot, maxHoursPerSlot)
 		}
-		if q.MaxSlots <= 0 {
-			return nil, bad(field+".max_slots", "%d: must be positive", q.MaxSlots)
+		if q.MaxSlots <= 0 || q.MaxSlots > maxSlots {
+			return nil, bad(field+".max_slots", "%d: want 1..%d", q.MaxSlots, maxSlots)
 		}
 		if q.CheckpointIntervalMinutes < 0 || (q.Checkpointable && q.CheckpointIntervalMinutes == 0) {
 			return nil, bad(field+".checkpoint_interval_minutes", "%d: a checkpointable queue needs a positive interval", q.CheckpointIntervalMinutes)
@@ -227,15 +280,18 @@ func Parse(b []byte, name string) (*Config, error) {
 			return nil, bad(field+".budget_tier", "%q: want base, elastic or emergency", q.BudgetTier)
 		}
 		var ceiling sluice.Money
-		if q.MaxPricePerGPUHour.Amount != "" {
-			if ceiling, err = sluice.NewMoney(q.MaxPricePerGPUHour.Amount, q.MaxPricePerGPUHour.Currency); err != nil {
+		if q.MaxPricePerGPUHour.set() {
+			if ceiling, err = q.MaxPricePerGPUHour.money(); err != nil {
 				return nil, bad(field+".max_price_per_gpu_hour", "%v", err)
+			}
+			if _, _, err := c.FX.Convert(sluice.Money{Amount: decimal.NewFromInt(1), Currency: ceiling.Currency}, c.BillingCurrency); err != nil {
+				return nil, bad(field+".max_price_per_gpu_hour", "currency %s: %v (add an fx entry)", ceiling.Currency, err)
 			}
 		}
 		c.Queues[q.Queue] = sluice.QueueProfile{
-			Queue: q.Queue, GPUModels: q.GPUModels, GPUsPerSlot: q.GPUsPerSlot, HoursPerSlot: hours,
-			MaxSlots: q.MaxSlots, Checkpointable: q.Checkpointable, CheckpointIntervalMinutes: q.CheckpointIntervalMinutes,
-			DataClass: q.DataClass, ExportApproved: q.ExportApproved, Tier: sluice.Tier(q.BudgetTier), Team: q.Team,
+			Queue: q.Queue, GPUModels: q.GPUModels, GPUsPerSlot: int(q.GPUsPerSlot), HoursPerSlot: hours,
+			MaxSlots: int(q.MaxSlots), Checkpointable: bool(q.Checkpointable), CheckpointIntervalMinutes: int(q.CheckpointIntervalMinutes),
+			DataClass: q.DataClass, ExportApproved: bool(q.ExportApproved), Tier: sluice.Tier(q.BudgetTier), Team: q.Team,
 			MaxPricePerGPUHour: ceiling,
 		}
 	}
@@ -262,7 +318,60 @@ func (c *Config) Profile(queue string) (sluice.QueueProfile, error) {
 			names = append(names, n)
 		}
 		sort.Strings(names)
-		return p, fmt.Errorf("%w: queue %q has no profile (configured: %v)", ErrBadConfig, queue, names)
+		return p, fmt.Errorf("%w: %s: queue %q has no profile (configured: %v)", ErrBadConfig, c.Source, queue, names)
 	}
 	return p, nil
+}
+
+// strictInt is a YAML integer that refuses 4.5, "4" and true (yaml.v3 would
+// truncate a float into an int silently).
+type strictInt int
+
+// UnmarshalYAML accepts only a node tagged !!int.
+func (i *strictInt) UnmarshalYAML(n *yaml.Node) error {
+	if n.Kind != yaml.ScalarNode || n.ShortTag() != "!!int" {
+		return fmt.Errorf("line %d: %q: want a whole number", n.Line, n.Value)
+	}
+	var v int
+	if err := n.Decode(&v); err != nil {
+		return err
+	}
+	*i = strictInt(v)
+	return nil
+}
+
+// strictBool is a YAML boolean that refuses "yes" and other strings.
+type strictBool bool
+
+// UnmarshalYAML accepts only a node tagged !!bool.
+func (b *strictBool) UnmarshalYAML(n *yaml.Node) error {
+	if n.Kind != yaml.ScalarNode || n.ShortTag() != "!!bool" {
+		return fmt.Errorf("line %d: %q: want true or false", n.Line, n.Value)
+	}
+	var v bool
+	if err := n.Decode(&v); err != nil {
+		return err
+	}
+	*b = strictBool(v)
+	return nil
+}
+
+// moneyYAML is {amount: "2.50", currency: USD} as written in the file.
+type moneyYAML struct {
+	Amount   string `yaml:"amount"`
+	Currency string `yaml:"currency"`
+}
+
+func (m moneyYAML) set() bool { return m.Amount != "" || m.Currency != "" }
+
+// money parses m; the amount must be positive.
+func (m moneyYAML) money() (sluice.Money, error) {
+	v, err := sluice.NewMoney(m.Amount, m.Currency)
+	if err != nil {
+		return v, err
+	}
+	if !v.Amount.IsPositive() {
+		return v, fmt.Errorf("amount %q: must be positive", m.Amount)
+	}
+	return v, nil
 }

@@ -28,7 +28,13 @@ func TestLoadExample(t *testing.T) {
 	if c.Quotes.SourceTimeout.String() != "2s" || c.Quotes.OverallTimeout.String() != "3s" {
 		t.Fatalf("quotes %+v", c.Quotes)
 	}
-	if _, err := c.Profile("nope"); !errors.Is(err, ErrBadConfig) || !strings.Contains(err.Error(), `"nope"`) {
+	if c.Quotes.MinPricePerGPUHour.String() != "0.05 USD" {
+		t.Fatalf("price floor %s", c.Quotes.MinPricePerGPUHour)
+	}
+	if d, err := Parse([]byte("billing_currency: CNY\n"), "min.yaml"); err != nil || d.Quotes.MinPricePerGPUHour.String() != "0.01 CNY" {
+		t.Fatalf("default price floor: %v %v", d, err)
+	}
+	if _, err := c.Profile("nope"); !errors.Is(err, ErrBadConfig) || !strings.Contains(err.Error(), `"nope"`) || !strings.Contains(err.Error(), "sluice.yaml") {
 		t.Fatalf("unknown queue: %v", err)
 	}
 }
@@ -52,6 +58,24 @@ func TestParseErrorsNameTheField(t *testing.T) {
 		{base + strings.Replace(q, "%s", ", checkpointable: true", 1), "queues[q].checkpoint_interval_minutes"},
 		{base + strings.Replace(q, "%s", ", max_price_per_gpu_hour: {amount: \"2\", currency: usd}", 1), "queues[q].max_price_per_gpu_hour"},
 		{base + "colour: blue\n", "colour"},
+		{"", "empty file"},
+		{base + strings.Replace(q, "gpus_per_slot: 4", "gpus_per_slot: 4.5", 1), "whole number"},
+		{base + strings.Replace(q, "A100-80GB", "A100-80G", 1), "queues[q].gpu_models"},
+		{base + strings.Replace(q, "queue: q", "queue: \"q q\"", 1), ".queue"},
+		{base + strings.Replace(q, "max_slots: 2", "max_slots: 20000", 1), "queues[q].max_slots"},
+		{base + strings.Replace(q, `"4"`, `"1e-400"`, 1), "queues[q].hours_per_slot"},
+		{base + strings.Replace(q, `"4"`, `"1e400"`, 1), "queues[q].hours_per_slot"},
+		{base + strings.Replace(q, "%s", ", max_price_per_gpu_hour: {amount: \"0\", currency: USD}", 1), "queues[q].max_price_per_gpu_hour"},
+		{base + strings.Replace(q, "%s", ", max_price_per_gpu_hour: {amount: \"\", currency: USD}", 1), "queues[q].max_price_per_gpu_hour"},
+		{base + strings.Replace(q, "%s", ", max_price_per_gpu_hour: {amount: \"2\", currency: EUR}", 1), "currency EUR"},
+		{base + "providers: {runpd: {enabled: true}}\n", "providers.runpd"},
+		{base + "providers: {runpod: {enabled: \"yes\"}}\n", "true or false"},
+		{base + "providers: {runpod: {max_units: 100000}}\n", "providers.runpod.max_units"},
+		{base + "interruptions_per_hour: {runpd: \"0.1\"}\n", "interruptions_per_hour.runpd"},
+		{base + "fx: [{base: USD, quote: CNY, rate: \"7.1\", as_of: 2026-11-27, source: x}, {base: CNY, quote: USD, rate: \"0.14\", as_of: 2026-11-27, source: y}]\n", "fx[1]"},
+		{base + "fx: [{base: USD, quote: CNY, rate: \"1e-400\", as_of: 2026-11-27, source: x}]\n", "fx[0].rate"},
+		{base + "quotes: {source_timeout: 5s, overall_timeout: 3s}\n", "quotes.source_timeout"},
+		{base + "quotes: {min_price_per_gpu_hour: {amount: \"-1\", currency: USD}}\n", "quotes.min_price_per_gpu_hour"},
 	}
 	for _, tc := range tests {
 		y := strings.Replace(tc.yaml, "%s", "", 1)

@@ -46,14 +46,19 @@ var schema = []string{
 		BEGIN SELECT RAISE(ABORT, 'ledger records are append-only'); END`,
 }
 
-// liveSlotsSQL sums signed slot deltas per record kind for one queue. A
-// placement adds its slots; a later 'release' kind adds a WHEN arm
-// subtracting the slots it releases, e.g.
+// liveSlotsSQL is the slots committed and not released for one queue: every
+// decision counts the slots its plan covers from the moment its intent is
+// recorded (so a decision still placing, or one whose process died mid-way,
+// is never bought twice), and a placement record that says the line failed
+// gives its slots back. A later 'release' kind adds a WHEN arm subtracting the
+// slots it releases, e.g.
 //
 //	WHEN 'release' THEN -json_extract(body, '$.release.slots')
 const liveSlotsSQL = `
-SELECT COALESCE(SUM(CASE kind
-		WHEN 'placement' THEN json_extract(body, '$.placement.slots')
+SELECT COALESCE(SUM(CASE
+		WHEN kind = 'decision' THEN COALESCE(json_extract(body, '$.slots_covered'), 0)
+		WHEN kind = 'placement' AND COALESCE(json_extract(body, '$.placement.error'), '') != ''
+			THEN -json_extract(body, '$.placement.slots')
 		ELSE 0
 	END), 0)
 FROM records
@@ -200,7 +205,39 @@ func (s *SQLite) AppendDecision(ctx context.Context, rec *sluice.DecisionRecord)
 	if err != nil {
 		return fmt.Errorf("ledger: append decision %q: %w", rec.DecisionID, err)
 	}
-	prev, hash, err := s.append(ctx, obj, nil)
+	// The decision was computed from the queue's live slots and the tier's
+	// spend as they were; under the write lock, check they still are, so two
+	// alarms decided at once cannot both buy the same missing slots or the
+	// same budget headroom.
+	check := func(ctx context.Context, tx *sql.Tx) error {
+		// A redelivered alarm is a duplicate, whatever state it was planned on.
+		var one int
+		err := tx.QueryRowContext(ctx, `SELECT 1 FROM records WHERE record_id = ?`, rec.DecisionID).Scan(&one)
+		if err == nil {
+			return fmt.Errorf("decision %q: %w", rec.DecisionID, sluice.ErrDuplicate)
+		}
+		if !errors.Is(err, sql.ErrNoRows) {
+			return err
+		}
+		var live int
+		if err := tx.QueryRowContext(ctx, liveSlotsSQL, queueOf(rec)).Scan(&live); err != nil {
+			return err
+		}
+		if live != rec.Demand.Live {
+			return fmt.Errorf("%w: queue %s has %d live slots, the decision assumed %d", sluice.ErrStale, queueOf(rec), live, rec.Demand.Live)
+		}
+		if b := rec.Budget; b != nil {
+			spent, err := tierSpend(ctx, tx, b.Tier, b.PeriodStart, b.PeriodEnd)
+			if err != nil {
+				return err
+			}
+			if !spent.Equal(b.Spent.Amount) {
+				return fmt.Errorf("%w: tier %s spent %s this period, the decision assumed %s", sluice.ErrStale, b.Tier, spent, b.Spent.Amount)
+			}
+		}
+		return nil
+	}
+	prev, hash, err := s.append(ctx, obj, check)
 	if err != nil {
 		return fmt.Errorf("ledger: append decision %q: %w", rec.DecisionID, err)
 	}
@@ -219,7 +256,7 @@ func (s *SQLite) AppendPlacement(ctx context.Context, p sluice.Placement) error 
 		return errors.New("ledger: append placement: empty decision id")
 	case p.Queue == "":
 		return fmt.Errorf("ledger: append placement %q: empty queue", id)
-	case p.Slots < 0 || p.Units < 0:
+	case p.Slots < 0 || p.Units < 0 || p.Slots > 1<<20:
 		return fmt.Errorf("ledger: append placement %q: negative slots or units", id)
 	}
 	obj, err := toObject(PlacementRecord{Kind: KindPlacement, Placement: p})
@@ -301,8 +338,9 @@ func isUnique(err error) bool {
 	return errors.As(err, &se) && se.Code() == sqlite3.SQLITE_CONSTRAINT_UNIQUE
 }
 
-// LiveSlots is the number of slots placed and not released for queue: the
-// sum of the Slots of its placement records (releases will subtract).
+// LiveSlots is the number of slots committed and not released for queue:
+// what its decisions' plans cover, less lines that failed to place (see
+// liveSlotsSQL; releases will subtract).
 func (s *SQLite) LiveSlots(ctx context.Context, queue string) (int, error) {
 	var n int
 	if err := s.db.QueryRowContext(ctx, liveSlotsSQL, queue).Scan(&n); err != nil {
@@ -386,4 +424,12 @@ func (s *SQLite) Verify(ctx context.Context) (n int, err error) {
 		return n, fmt.Errorf("ledger: verify: %w", err)
 	}
 	return n, nil
+}
+
+// queueOf is the queue a decision record is indexed under.
+func queueOf(rec *sluice.DecisionRecord) string {
+	if rec.Trigger.Queue != "" {
+		return rec.Trigger.Queue
+	}
+	return rec.Profile.Queue
 }

@@ -20,6 +20,10 @@ import (
 // for callers that think of money as a pricing concern.
 type Money = sluice.Money
 
+// grace is how long past its deadline a source may take to return the
+// offers it already has.
+const grace = 50 * time.Millisecond
+
 // Collector fetches from all sources concurrently, each under its own
 // deadline, all under an overall deadline. A source that fails or times out is
 // reported, never fatal: the decision goes on with the others.
@@ -31,9 +35,10 @@ type Collector struct {
 	Now func() time.Time
 }
 
-// Collect returns the offers of every source that answered in time, sorted by
-// (provider, offer id), and one report per source in the order of Sources.
-// Offers with a duplicate id within a source are dropped with a reason.
+// Collect returns the offers of every source that answered in time (also
+// those a failing source returned beside its error), sorted by (provider,
+// offer id), and one report per source in the order of Sources. Offers with a
+// duplicate id within a source are dropped with a reason.
 func (c *Collector) Collect(ctx context.Context) ([]sluice.Offer, []sluice.SourceReport) {
 	per, overall := c.SourceTimeout, c.OverallTimeout
 	if per <= 0 {
@@ -74,12 +79,19 @@ func (c *Collector) Collect(ctx context.Context) ([]sluice.Offer, []sluice.Sourc
 				o, d, err := s.Offers(sctx)
 				done <- result{offers: o, dropped: d, err: err}
 			}()
-			// A source that ignores its context cannot hold the decision past the deadline.
+			// A source that ignores its context cannot hold the decision past
+			// the deadline; one that honours it gets a short grace to hand
+			// back what it has (offers of the calls that did finish).
 			select {
 			case r := <-done:
 				results[i] = r
 			case <-sctx.Done():
-				results[i] = result{err: sctx.Err()}
+				select {
+				case r := <-done:
+					results[i] = r
+				case <-time.After(grace):
+					results[i] = result{err: sctx.Err()}
+				}
 			}
 			results[i].latency = now().Sub(start)
 			if errors.Is(results[i].err, context.DeadlineExceeded) {
@@ -95,9 +107,10 @@ func (c *Collector) Collect(ctx context.Context) ([]sluice.Offer, []sluice.Sourc
 		r := results[i]
 		rep := sluice.SourceReport{Provider: s.Name(), Dropped: r.dropped, LatencyMS: r.latency.Milliseconds()}
 		if r.err != nil {
+			// The offers a source returns with its error are kept: each is
+			// complete on its own (a failed region or search type loses only
+			// its own offers), and the error is recorded beside them.
 			rep.Error = r.err.Error()
-			reports[i] = rep
-			continue // a failed source contributes nothing, not half an answer
 		}
 		seen := map[string]bool{}
 		for _, o := range r.offers {

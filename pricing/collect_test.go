@@ -46,7 +46,11 @@ func TestCollectSurvivesSlowFailingAndPanickingSources(t *testing.T) {
 				return nil, nil, ctx.Err()
 			}},
 			source{"broken", func(context.Context) ([]sluice.Offer, []sluice.DroppedOffer, error) {
-				return []sluice.Offer{{ID: "half"}}, nil, errors.New("HTTP 500")
+				return []sluice.Offer{{ID: "half", Provider: "broken"}}, nil, errors.New("HTTP 500")
+			}},
+			source{"partial", func(ctx context.Context) ([]sluice.Offer, []sluice.DroppedOffer, error) {
+				<-ctx.Done() // returns what it has once its deadline passes
+				return []sluice.Offer{{ID: "partial:done", Provider: "partial"}}, nil, errors.New("1 of 2 calls unfinished")
 			}},
 			source{"panics", func(context.Context) ([]sluice.Offer, []sluice.DroppedOffer, error) { panic("boom") }},
 			fixed("runpod", "runpod:a"),
@@ -61,10 +65,11 @@ func TestCollectSurvivesSlowFailingAndPanickingSources(t *testing.T) {
 	for _, o := range offers {
 		ids = append(ids, o.ID)
 	}
-	if got := strings.Join(ids, ","); got != "runpod:a,vast:1,vast:2" {
+	// "broken" and "partial" failed part of their work but returned good offers: kept.
+	if got := strings.Join(ids, ","); got != "half,partial:done,runpod:a,vast:1,vast:2" {
 		t.Fatalf("offers = %s", got)
 	}
-	want := map[string]string{"vast": "", "hang": "deadline", "slow": "deadline", "broken": "HTTP 500", "panics": "panic: boom", "runpod": ""}
+	want := map[string]string{"vast": "", "hang": "deadline", "slow": "deadline", "broken": "HTTP 500", "partial": "unfinished", "panics": "panic: boom", "runpod": ""}
 	for _, r := range reports {
 		w := want[r.Provider]
 		if (w == "") != (r.Error == "") || !strings.Contains(r.Error, w) {

@@ -29,18 +29,29 @@ func WireAmount(r gjson.Result) (d decimal.Decimal, present bool, err error) {
 	if r.Type != gjson.Number {
 		return decimal.Decimal{}, true, errors.New("not a JSON number")
 	}
-	if len(r.Raw) > maxTokenLen {
-		return decimal.Decimal{}, true, errors.New("too long")
+	d, err = TextAmount(r.Raw)
+	return d, true, err
+}
+
+// TextAmount reads a price that a provider sends as text (AWS: the EC2
+// spotPrice XML element "0.087000", the Price List pricePerUnit.USD string
+// "21.9576420000") as an exact decimal, with the same bounds as WireAmount:
+// it fails on text longer than 64 characters, text that is not a decimal,
+// an exponent beyond ±MaxExponent, or a negative amount. The error text is
+// short ("not a decimal", "negative") so callers can prefix the field and value.
+func TextAmount(s string) (decimal.Decimal, error) {
+	if len(s) > maxTokenLen {
+		return decimal.Decimal{}, errors.New("too long")
 	}
-	d, err = decimal.NewFromString(r.Raw)
+	d, err := decimal.NewFromString(s)
 	if err != nil {
-		return decimal.Decimal{}, true, errors.New("not a decimal")
+		return decimal.Decimal{}, errors.New("not a decimal")
 	}
 	if e := d.Exponent(); e > MaxExponent || e < -MaxExponent {
-		return decimal.Decimal{}, true, errors.New("out of range")
+		return decimal.Decimal{}, errors.New("out of range")
 	}
 	if d.IsNegative() {
-		return decimal.Decimal{}, true, errors.New("negative")
+		return decimal.Decimal{}, errors.New("negative")
 	}
-	return d, true, nil
+	return d, nil
 }

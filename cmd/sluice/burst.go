@@ -31,6 +31,9 @@ func burst(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	ledgerPath := fs.String("ledger", "sluice.db", "SQLite ledger file")
 	asJSON := fs.Bool("json", false, "print the decision record as JSON")
 	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return 0
+		}
 		return 2
 	}
 	if *eventPath == "" {
@@ -136,7 +139,7 @@ func printDecision(w io.Writer, rec sluice.DecisionRecord, replayed bool, ledger
 		for _, c := range codes {
 			parts = append(parts, fmt.Sprintf("%s %d", c, counts[c]))
 		}
-		fmt.Fprintf(w, "rejected  %d of %d offers — by reason: %s\n", len(rec.Rejected), len(rec.Offers), strings.Join(parts, ", "))
+		fmt.Fprintf(w, "rejected  %d of %d offers; offers per reason (one offer may have several): %s\n", len(rec.Rejected), len(rec.Offers), strings.Join(parts, ", "))
 	}
 	if len(rec.Lines) > 0 {
 		fmt.Fprintln(w)
@@ -164,6 +167,10 @@ func printDecision(w io.Writer, rec sluice.DecisionRecord, replayed bool, ledger
 		fmt.Fprintf(w, "; short (%s): %s", s.Code, s.Message)
 	}
 	fmt.Fprintln(w)
+	if b := rec.Budget; b != nil {
+		fmt.Fprintf(w, "budget    %s tier %s: %s, spent %s before this decision, headroom %s\n", b.Tier,
+			b.PeriodStart.Format("2006-01"), b.Budget, b.Spent, b.Headroom)
+	}
 	for _, fx := range rec.FX {
 		fmt.Fprintf(w, "fx        1 %s = %s %s (as of %s, %s)\n", fx.Base, fx.Rate, fx.Quote, fx.AsOf.Format(time.DateOnly), fx.Source)
 	}

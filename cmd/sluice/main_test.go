@@ -164,3 +164,11 @@ func TestOKAlarmIsNothingToDo(t *testing.T) {
 		t.Fatalf("OK alarm: status %s slots %d offers %d total %s", r.Status, r.Demand.Slots, len(r.Offers), r.TotalExpectedCost)
 	}
 }
+
+func TestHelpExitsZero(t *testing.T) {
+	for _, args := range [][]string{{"help"}, {"--help"}, {"burst", "--help"}} {
+		if code, _, _ := sluiceRun(t, args...); code != 0 {
+			t.Errorf("%v: exit %d, want 0", args, code)
+		}
+	}
+}

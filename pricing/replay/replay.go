@@ -5,8 +5,10 @@
 //
 // Start(dir) starts one httptest server on 127.0.0.1 per provider
 // subdirectory of dir. Each request is mapped to an ordered list of candidate
-// keys (see Keys); the first dir/<provider>/<key>.json that exists is the
-// response body. A sidecar dir/<provider>/<key>.json.meta.json
+// keys (see Keys); the first dir/<provider>/<key>.json or <key>.xml that
+// exists is the response body (for each key .json is tried before .xml), served
+// with the Content-Type of its kind (see ContentType). A sidecar
+// dir/<provider>/<key>.json.meta.json (or <key>.xml.meta.json)
 //
 //	{"status":429,"delay_ms":1500,"headers":{"Retry-After":"2"}}
 //
@@ -141,14 +143,18 @@ func (s *Server) serve(provider string, w http.ResponseWriter, r *http.Request) 
 
 	var (
 		payload []byte
+		file    string
 		meta    Meta
 		err     error
 	)
+lookup:
 	for _, k := range keys {
-		payload, err = os.ReadFile(filepath.Join(s.dir, provider, k+".json"))
-		if err == nil {
-			rec.Key = k
-			break
+		for _, ext := range extensions {
+			payload, err = os.ReadFile(filepath.Join(s.dir, provider, k+ext))
+			if err == nil {
+				rec.Key, file = k, k+ext
+				break lookup
+			}
 		}
 	}
 	if rec.Key == "" {
@@ -165,7 +171,7 @@ func (s *Server) serve(provider string, w http.ResponseWriter, r *http.Request) 
 		})
 		return
 	}
-	meta, err = readMeta(filepath.Join(s.dir, provider, rec.Key+".json.meta.json"))
+	meta, err = readMeta(filepath.Join(s.dir, provider, file+".meta.json"))
 	if err != nil {
 		rec.Status = http.StatusInternalServerError
 		s.log(provider, rec)
@@ -184,12 +190,35 @@ func (s *Server) serve(provider string, w http.ResponseWriter, r *http.Request) 
 			return // the client gave up
 		}
 	}
-	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Content-Type", ContentType(provider, file))
 	for k, v := range meta.Headers {
 		w.Header().Set(k, v)
 	}
 	w.WriteHeader(meta.Status)
 	_, _ = w.Write(payload)
+}
+
+// extensions are the recording file kinds, in lookup order for each key.
+var extensions = []string{".json", ".xml"}
+
+// Content types of recordings.
+const (
+	ContentTypeJSON      = "application/json"
+	ContentTypeXML       = "text/xml;charset=UTF-8"     // the EC2 Query API's
+	ContentTypeAmzJSON11 = "application/x-amz-json-1.1" // AWS JSON 1.1 protocol (Price List)
+)
+
+// ContentType is the Content-Type a recording file is served with: text/xml
+// for .xml, application/x-amz-json-1.1 for aws-pricing's .json, else
+// application/json. A sidecar header may override it.
+func ContentType(provider, file string) string {
+	switch {
+	case strings.HasSuffix(file, ".xml"):
+		return ContentTypeXML
+	case provider == "aws-pricing":
+		return ContentTypeAmzJSON11
+	}
+	return ContentTypeJSON
 }
 
 func (s *Server) log(provider string, rec Request) {
@@ -231,6 +260,14 @@ func readMeta(path string) (Meta, error) {
 //     "<Action>"; Action from the x-acs-action header or the Action query/form
 //     parameter, RegionId and InstanceType from the query or form body; parts
 //     that are absent are left out (no Action: the generic key)
+//   - aws-ec2 (EC2 Query API, form-encoded POST): "<Action>.<region>", "<Action>";
+//     Action from the form body (or query), region from the SigV4 credential
+//     scope of the Authorization header (Credential=AKID/20261129/us-east-1/ec2/aws4_request);
+//     no region: "<Action>" only
+//   - aws-pricing (AWS JSON 1.1): "<op>.<instanceType>", "<op>"; op is the
+//     X-Amz-Target header after its last "." (AWSPriceListService.GetProducts →
+//     GetProducts), instanceType the Value of the JSON body's Filters entry whose
+//     Field is instanceType (left out when there is none)
 //   - otherwise: "<METHOD>_<path with / replaced by _, leading and trailing _ trimmed>",
 //     e.g. GET /v1/pods/ → "GET_v1_pods"
 //
@@ -269,12 +306,63 @@ func Keys(provider string, r *http.Request, body []byte) []string {
 			}
 			return append(keys, action)
 		}
+	case provider == "aws-ec2":
+		if action := clean(formValues(r, body).Get("Action")); action != "" {
+			var keys []string
+			if region := clean(sigV4Region(r.Header.Get("Authorization"))); region != "" {
+				keys = append(keys, action+"."+region)
+			}
+			return append(keys, action)
+		}
+	case provider == "aws-pricing":
+		target := r.Header.Get("X-Amz-Target")
+		if op := clean(target[strings.LastIndex(target, ".")+1:]); op != "" {
+			var keys []string
+			if it := clean(filterValue(body, "instanceType")); it != "" {
+				keys = append(keys, op+"."+it)
+			}
+			return append(keys, op)
+		}
 	}
 	p := strings.Trim(strings.ReplaceAll(path, "/", "_"), "_")
 	if p == "" {
 		return []string{clean(r.Method)}
 	}
 	return []string{clean(r.Method + "_" + p)}
+}
+
+// sigV4Region is the region of a SigV4 Authorization header's credential scope
+// ("AWS4-HMAC-SHA256 Credential=AKID/20261129/us-east-1/ec2/aws4_request, SignedHeaders=…"),
+// or "" when the header has none.
+func sigV4Region(auth string) string {
+	_, cred, ok := strings.Cut(auth, "Credential=")
+	if !ok {
+		return ""
+	}
+	cred, _, _ = strings.Cut(cred, ",")
+	// AKID / date / region / service / aws4_request
+	parts := strings.Split(strings.TrimSpace(cred), "/")
+	if len(parts) != 5 || parts[4] != "aws4_request" {
+		return ""
+	}
+	return parts[2]
+}
+
+// filterValue is the string Value of the first entry of a Price List request's
+// Filters whose Field is field (compared case-insensitively), or "".
+func filterValue(body []byte, field string) string {
+	if !gjson.ValidBytes(body) {
+		return ""
+	}
+	var v string
+	gjson.GetBytes(body, "Filters").ForEach(func(_, f gjson.Result) bool {
+		if strings.EqualFold(f.Get("Field").String(), field) && f.Get("Value").Type == gjson.String {
+			v = f.Get("Value").String()
+			return false
+		}
+		return true
+	})
+	return v
 }
 
 // jsonString is the string member name of a JSON object body, or "".

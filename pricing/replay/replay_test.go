@@ -3,6 +3,7 @@ package replay_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -303,5 +304,149 @@ func TestRepositoryRecordings(t *testing.T) {
 		if k := reqs[len(reqs)-1].Key; k != c.key {
 			t.Errorf("%s: key %q, want %q", c.provider, k, c.key)
 		}
+	}
+	for _, c := range []struct{ provider, body, key, ctype string }{
+		{"aws-ec2", "Action=DescribeSpotPriceHistory&Version=2016-11-15", "DescribeSpotPriceHistory.us-east-1", replay.ContentTypeXML},
+		{"aws-ec2", "Action=DescribeSpotPriceHistory&Version=2016-11-15", "DescribeSpotPriceHistory.us-west-2", replay.ContentTypeXML},
+		{"aws-pricing", `{"Filters":[{"Field":"instanceType","Type":"TERM_MATCH","Value":"p4d.24xlarge"}]}`, "GetProducts.p4d.24xlarge", replay.ContentTypeAmzJSON11},
+		{"aws-pricing", `{"Filters":[{"Field":"instanceType","Type":"TERM_MATCH","Value":"p4de.24xlarge"}]}`, "GetProducts.p4de.24xlarge", replay.ContentTypeAmzJSON11},
+	} {
+		region := strings.TrimPrefix(c.key, "DescribeSpotPriceHistory.")
+		r := do(t, newReq(t, "POST", srv.URL(c.provider)+"/", c.body,
+			"Authorization", fmt.Sprintf(sigV4, region), "X-Amz-Target", "AWSPriceListService.GetProducts"))
+		if r.status != 200 || r.header.Get("Content-Type") != c.ctype {
+			t.Errorf("%s %s: %d %s", c.provider, c.key, r.status, r.header.Get("Content-Type"))
+		}
+		if c.ctype == replay.ContentTypeAmzJSON11 && !json.Valid([]byte(r.body)) {
+			t.Errorf("%s: not JSON", c.key)
+		}
+		reqs := srv.Requests(c.provider)
+		if k := reqs[len(reqs)-1].Key; k != c.key {
+			t.Errorf("%s: key %q, want %q", c.provider, k, c.key)
+		}
+	}
+}
+
+const sigV4 = "AWS4-HMAC-SHA256 Credential=AKIDEXAMPLE/20261129/%s/ec2/aws4_request, SignedHeaders=content-type;host;x-amz-date, Signature=abc"
+
+// TestAWSKeys: aws-ec2 keys by form Action and the SigV4 scope's region and is
+// served from .xml as text/xml; aws-pricing keys by X-Amz-Target and the
+// instanceType filter and is served as application/x-amz-json-1.1.
+func TestAWSKeys(t *testing.T) {
+	srv := start(t, map[string]string{
+		"aws-ec2/DescribeSpotPriceHistory.us-east-1.xml": `<DescribeSpotPriceHistoryResponse>east</DescribeSpotPriceHistoryResponse>`,
+		"aws-ec2/DescribeSpotPriceHistory.xml":           `<DescribeSpotPriceHistoryResponse>any</DescribeSpotPriceHistoryResponse>`,
+		"aws-ec2/DescribeRegions.json":                   `"json beats xml"`,
+		"aws-ec2/DescribeRegions.xml":                    `<never/>`,
+		"aws-pricing/GetProducts.p4d.24xlarge.json":      `{"PriceList":["p4d"]}`,
+		"aws-pricing/GetProducts.json":                   `{"PriceList":[]}`,
+		"aws-pricing/DescribeServices.json":              `{"Services":[]}`,
+	})
+	form := "application/x-www-form-urlencoded; charset=utf-8"
+	spotBody := "Action=DescribeSpotPriceHistory&InstanceType.1=p4d.24xlarge&ProductDescription.1=Linux%2FUNIX&Version=2016-11-15"
+	amz := "application/x-amz-json-1.1"
+	getProducts := func(filters string) string {
+		return `{"Filters":[` + filters + `],"FormatVersion":"aws_v1","MaxResults":100,"ServiceCode":"AmazonEC2"}`
+	}
+	tests := []struct {
+		name, provider string
+		req            func(base string) *http.Request
+		key            string
+		keys           []string
+		body, ctype    string
+	}{
+		{"ec2 region from SigV4 scope", "aws-ec2", func(b string) *http.Request {
+			return newReq(t, "POST", b+"/", spotBody, "Content-Type", form, "Authorization", fmt.Sprintf(sigV4, "us-east-1"))
+		}, "DescribeSpotPriceHistory.us-east-1", []string{"DescribeSpotPriceHistory.us-east-1", "DescribeSpotPriceHistory"},
+			`<DescribeSpotPriceHistoryResponse>east</DescribeSpotPriceHistoryResponse>`, "text/xml;charset=UTF-8"},
+		{"ec2 other region falls back", "aws-ec2", func(b string) *http.Request {
+			return newReq(t, "POST", b+"/", spotBody, "Content-Type", form, "Authorization", fmt.Sprintf(sigV4, "eu-west-1"))
+		}, "DescribeSpotPriceHistory", []string{"DescribeSpotPriceHistory.eu-west-1", "DescribeSpotPriceHistory"},
+			`<DescribeSpotPriceHistoryResponse>any</DescribeSpotPriceHistoryResponse>`, "text/xml;charset=UTF-8"},
+		{"ec2 unsigned", "aws-ec2", func(b string) *http.Request {
+			return newReq(t, "POST", b+"/", spotBody, "Content-Type", form)
+		}, "DescribeSpotPriceHistory", []string{"DescribeSpotPriceHistory"},
+			`<DescribeSpotPriceHistoryResponse>any</DescribeSpotPriceHistoryResponse>`, "text/xml;charset=UTF-8"},
+		{"ec2 .json tried before .xml", "aws-ec2", func(b string) *http.Request {
+			return newReq(t, "GET", b+"/?Action=DescribeRegions&Version=2016-11-15", "", "Authorization", fmt.Sprintf(sigV4, "us-east-1"))
+		}, "DescribeRegions", []string{"DescribeRegions.us-east-1", "DescribeRegions"}, `"json beats xml"`, "application/json"},
+		{"pricing instanceType filter", "aws-pricing", func(b string) *http.Request {
+			return newReq(t, "POST", b+"/", getProducts(`{"Field":"instanceType","Type":"TERM_MATCH","Value":"p4d.24xlarge"},{"Field":"regionCode","Type":"TERM_MATCH","Value":"us-west-2"}`),
+				"Content-Type", amz, "X-Amz-Target", "AWSPriceListService.GetProducts")
+		}, "GetProducts.p4d.24xlarge", []string{"GetProducts.p4d.24xlarge", "GetProducts"}, `{"PriceList":["p4d"]}`, amz},
+		{"pricing other type falls back", "aws-pricing", func(b string) *http.Request {
+			return newReq(t, "POST", b+"/", getProducts(`{"Field":"regionCode","Type":"TERM_MATCH","Value":"us-east-1"},{"Field":"InstanceType","Type":"TERM_MATCH","Value":"p5.48xlarge"}`),
+				"Content-Type", amz, "X-Amz-Target", "AWSPriceListService.GetProducts")
+		}, "GetProducts", []string{"GetProducts.p5.48xlarge", "GetProducts"}, `{"PriceList":[]}`, amz},
+		{"pricing no instanceType filter", "aws-pricing", func(b string) *http.Request {
+			return newReq(t, "POST", b+"/", getProducts(``), "Content-Type", amz, "X-Amz-Target", "AWSPriceListService.GetProducts")
+		}, "GetProducts", []string{"GetProducts"}, `{"PriceList":[]}`, amz},
+		{"pricing other operation", "aws-pricing", func(b string) *http.Request {
+			return newReq(t, "POST", b+"/", `{"ServiceCode":"AmazonEC2"}`, "Content-Type", amz, "X-Amz-Target", "AWSPriceListService.DescribeServices")
+		}, "DescribeServices", []string{"DescribeServices"}, `{"Services":[]}`, amz},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			before := len(srv.Requests(tt.provider))
+			r := do(t, tt.req(srv.URL(tt.provider)))
+			if r.status != 200 || r.body != tt.body || r.header.Get("Content-Type") != tt.ctype {
+				t.Errorf("got %d %q (%s), want 200 %q (%s)", r.status, r.body, r.header.Get("Content-Type"), tt.body, tt.ctype)
+			}
+			reqs := srv.Requests(tt.provider)
+			if len(reqs) != before+1 {
+				t.Fatalf("log has %d requests, want %d", len(reqs), before+1)
+			}
+			got := reqs[len(reqs)-1]
+			if got.Key != tt.key || !slices.Equal(got.Keys, tt.keys) || got.Status != 200 {
+				t.Errorf("logged key %q keys %q status %d; want %q %q", got.Key, got.Keys, got.Status, tt.key, tt.keys)
+			}
+		})
+	}
+
+	// Without an Action or X-Amz-Target the generic method_path key is used.
+	if got := replay.Keys("aws-ec2", httptest.NewRequest("GET", "/", nil), nil); !slices.Equal(got, []string{"GET"}) {
+		t.Errorf("Keys = %q", got)
+	}
+	if got := replay.Keys("aws-pricing", httptest.NewRequest("POST", "/x", nil), []byte(`{}`)); !slices.Equal(got, []string{"POST_x"}) {
+		t.Errorf("Keys = %q", got)
+	}
+	// Key parts from the request are cleaned.
+	req := httptest.NewRequest("POST", "/", strings.NewReader(""))
+	req.Header.Set("Authorization", fmt.Sprintf(sigV4, "us east<1>"))
+	if got := replay.Keys("aws-ec2", req, []byte("Action=A/B")); !slices.Equal(got, []string{"A_B.us_east_1_", "A_B"}) {
+		t.Errorf("Keys = %q", got)
+	}
+	// A scope with a path in it is not a credential scope: no region key.
+	req.Header.Set("Authorization", fmt.Sprintf(sigV4, "../etc"))
+	if got := replay.Keys("aws-ec2", req, []byte("Action=A")); !slices.Equal(got, []string{"A"}) {
+		t.Errorf("Keys = %q", got)
+	}
+	req = httptest.NewRequest("POST", "/", nil)
+	req.Header.Set("X-Amz-Target", "AWSPriceListService.Get/Products")
+	if got := replay.Keys("aws-pricing", req, []byte(`{"Filters":[{"Field":"instanceType","Value":"../x"}]}`)); !slices.Equal(got, []string{"Get_Products..._x", "Get_Products"}) {
+		t.Errorf("Keys = %q", got)
+	}
+}
+
+// TestXMLSidecar: an .xml recording's sidecar is <key>.xml.meta.json (an EC2
+// error answer with its status), and its headers may override Content-Type.
+func TestXMLSidecar(t *testing.T) {
+	srv := start(t, map[string]string{
+		"aws-ec2/DescribeSpotPriceHistory.us-west-2.xml":           `<Response><Errors><Error><Code>RequestLimitExceeded</Code><Message>Request limit exceeded.</Message></Error></Errors><RequestID>r</RequestID></Response>`,
+		"aws-ec2/DescribeSpotPriceHistory.us-west-2.xml.meta.json": `{"status":503}`,
+		"aws-pricing/GetProducts.json":                             `{"PriceList":[]}`,
+		"aws-pricing/GetProducts.json.meta.json":                   `{"headers":{"Content-Type":"application/json"}}`,
+	})
+	r := do(t, newReq(t, "POST", srv.URL("aws-ec2")+"/", "Action=DescribeSpotPriceHistory",
+		"Content-Type", "application/x-www-form-urlencoded", "Authorization", fmt.Sprintf(sigV4, "us-west-2")))
+	if r.status != 503 || !strings.Contains(r.body, "RequestLimitExceeded") || r.header.Get("Content-Type") != "text/xml;charset=UTF-8" {
+		t.Errorf("got %d %q (%s)", r.status, r.body, r.header.Get("Content-Type"))
+	}
+	r = do(t, newReq(t, "POST", srv.URL("aws-pricing")+"/", `{}`, "X-Amz-Target", "AWSPriceListService.GetProducts"))
+	if r.status != 200 || r.header.Get("Content-Type") != "application/json" {
+		t.Errorf("got %d (%s)", r.status, r.header.Get("Content-Type"))
+	}
+	if got := replay.ContentType("aws-pricing", "GetProducts.xml"); got != replay.ContentTypeXML {
+		t.Errorf("ContentType = %q", got)
 	}
 }

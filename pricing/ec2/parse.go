@@ -1,0 +1,328 @@
+package ec2
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	ec2types "github.com/aws/aws-sdk-go-v2/service/ec2/types"
+	"github.com/shopspring/decimal"
+	"github.com/tidwall/gjson"
+
+	"github.com/sluicehq/sluice"
+	"github.com/sluicehq/sluice/pricing"
+)
+
+// SpotID is the offer id of a spot offer: "aws:<region>:<az>:<type>:spot".
+func SpotID(region, az, instanceType string) string {
+	return Provider + ":" + region + ":" + az + ":" + instanceType + ":" + string(sluice.Spot)
+}
+
+// OnDemandID is the offer id of an on-demand offer: "aws:<region>:<type>:on-demand".
+func OnDemandID(region, instanceType string) string {
+	return Provider + ":" + region + ":" + instanceType + ":" + string(sluice.OnDemand)
+}
+
+// spotPoint is one usable DescribeSpotPriceHistory item.
+type spotPoint struct {
+	AZ, AZID, Type string
+	Time           time.Time
+	Price          decimal.Decimal
+	Raw            string
+	Bad            string // why the price is unusable ("" when usable)
+}
+
+// SpotOffers turns the DescribeSpotPriceHistory items of one region (all pages)
+// into spot offers: one per availability zone × instance type, priced at the
+// spotPrice of the item with the latest timestamp, USD per instance-hour,
+// MinBid the same price (the current spot price is what a request must reach).
+//
+// Items of an instance type that is not configured (cfg.InstanceTypes) or of
+// another product description than Linux/UNIX are ignored. An item without
+// availability zone or timestamp, or whose zone is not in region, is dropped
+// with a reason. When a zone's latest item has a spotPrice that is missing,
+// not a decimal, negative, zero or out of range, that zone is dropped (older
+// items are history, not a fallback). On a timestamp tie a good price beats a
+// bad one, then the lower price wins, so the pick does not depend on wire order.
+//
+// Offers come in cfg.InstanceTypes order, then by zone name.
+func SpotOffers(region string, items []ec2types.SpotPrice, now time.Time, cfg Config) ([]sluice.Offer, []sluice.DroppedOffer) {
+	cfg = cfg.withDefaults()
+	var dropped []sluice.DroppedOffer
+	drop := func(ref, format string, args ...any) {
+		dropped = append(dropped, sluice.DroppedOffer{Provider: Provider, Ref: ref, Reason: fmt.Sprintf(format, args...)})
+	}
+	type key struct{ typ, az string }
+	latest := map[key]spotPoint{}
+	for i, it := range items {
+		typ := string(it.InstanceType)
+		if !slices.Contains(cfg.InstanceTypes, typ) || string(it.ProductDescription) != ProductDescription {
+			continue
+		}
+		ref := Provider + ":" + region + ":" + typ + ":spot"
+		az := deref(it.AvailabilityZone)
+		switch {
+		case az == "":
+			drop(ref, "spotPriceHistorySet item %d: availabilityZone missing", i)
+			continue
+		case !strings.HasPrefix(az, region) || len(az) > len(region)+8:
+			drop(ref, "spotPriceHistorySet item %d: availabilityZone %q: not a zone of %s", i, snippet(az), region)
+			continue
+		case it.Timestamp == nil:
+			drop(ref, "spotPriceHistorySet item %d (%s): timestamp missing", i, az)
+			continue
+		}
+		p := spotPoint{AZ: az, AZID: deref(it.AvailabilityZoneId), Type: typ, Time: it.Timestamp.UTC()}
+		if it.SpotPrice == nil {
+			p.Bad = "spotPrice missing"
+		} else {
+			p.Raw = *it.SpotPrice
+			p.Price, p.Bad = textPrice("spotPrice", p.Raw)
+		}
+		k := key{typ, az}
+		cur, seen := latest[k]
+		if !seen || p.Time.After(cur.Time) ||
+			p.Time.Equal(cur.Time) && (cur.Bad != "" && p.Bad == "" ||
+				cur.Bad == "" && p.Bad == "" && p.Price.Cmp(cur.Price) < 0) {
+			latest[k] = p
+		}
+	}
+	keys := make([]key, 0, len(latest))
+	for k := range latest {
+		keys = append(keys, k)
+	}
+	slices.SortFunc(keys, func(a, b key) int {
+		if c := slices.Index(cfg.InstanceTypes, a.typ) - slices.Index(cfg.InstanceTypes, b.typ); c != 0 {
+			return c
+		}
+		return strings.Compare(a.az, b.az)
+	})
+
+	var offers []sluice.Offer
+	for _, k := range keys {
+		p := latest[k]
+		id := SpotID(region, p.AZ, p.Type)
+		stamp := p.Time.Format(time.RFC3339)
+		if p.Bad != "" {
+			drop(id, "latest item (timestamp %s): %s", stamp, p.Bad)
+			continue
+		}
+		model, gpus, ok := Shape(p.Type)
+		if !ok {
+			drop(id, "instance type %q: not an A100 type this source prices", p.Type)
+			continue
+		}
+		zone := p.AZ
+		if p.AZID != "" {
+			zone += " (" + p.AZID + ")"
+		}
+		price := sluice.Money{Amount: p.Price, Currency: Currency}
+		offers = append(offers, sluice.Offer{
+			ID:             id,
+			Provider:       Provider,
+			SKU:            p.Type,
+			GPUModel:       model,
+			GPUsPerUnit:    gpus,
+			Region:         region, // the region, not the zone: CapacityKey must match the on-demand twin
+			Market:         sluice.Spot,
+			UnitPrice:      price,
+			Basis:          sluice.PerInstanceHour,
+			RawPrice:       p.Raw,
+			MinBid:         price,
+			UnitsAvailable: cfg.MaxUnits,
+			FetchedAt:      now,
+			ExpiresAt:      now.Add(cfg.TTL),
+			Source:         "aws ec2 DescribeSpotPriceHistory " + region + " zone " + zone + " at " + stamp,
+		})
+	}
+	return offers, dropped
+}
+
+// textPrice reads a positive price from its text; bad is why it cannot be used.
+func textPrice(field, raw string) (d decimal.Decimal, bad string) {
+	d, err := pricing.TextAmount(raw)
+	switch {
+	case err != nil:
+		return decimal.Decimal{}, fmt.Sprintf("%s %q: %v", field, snippet(raw), err)
+	case d.IsZero():
+		return decimal.Decimal{}, fmt.Sprintf("%s %q: zero", field, raw)
+	}
+	return d, ""
+}
+
+// PriceListItem is what this source reads from one Price List document.
+type PriceListItem struct {
+	SKU          string // product.sku ("" when absent)
+	RegionCode   string // product.attributes.regionCode
+	InstanceType string // product.attributes.instanceType
+	// Price is terms.OnDemand.*.*.priceDimensions.*.pricePerUnit.USD, USD per
+	// instance-hour; Raw is that string as sent.
+	Price decimal.Decimal
+	Raw   string
+}
+
+// ParsePriceListItem reads one GetProducts PriceList entry: a JSON document
+// carried as a string (aws_v1 format). It needs product.attributes.regionCode
+// and .instanceType (non-empty strings) and at least one
+// terms.OnDemand.<offer term>.priceDimensions.<rate code> with unit "Hrs" and
+// pricePerUnit.USD a positive decimal string; every such dimension must carry
+// the same price. The error names the field and its value.
+func ParsePriceListItem(doc string) (PriceListItem, error) {
+	if !gjson.Valid(doc) {
+		return PriceListItem{}, fmt.Errorf("not JSON: %s", snippet(doc))
+	}
+	root := gjson.Parse(doc)
+	if !root.IsObject() {
+		return PriceListItem{}, fmt.Errorf("not a JSON object: %s", snippet(doc))
+	}
+	var it PriceListItem
+	for _, f := range []struct {
+		path string
+		dst  *string
+	}{
+		{"product.attributes.regionCode", &it.RegionCode},
+		{"product.attributes.instanceType", &it.InstanceType},
+	} {
+		r := root.Get(f.path)
+		if r.Type != gjson.String || r.String() == "" {
+			return PriceListItem{}, fmt.Errorf("%s %s: not a non-empty string", f.path, rawOrMissing(r))
+		}
+		*f.dst = r.String()
+	}
+	if r := root.Get("product.sku"); r.Type == gjson.String {
+		it.SKU = r.String()
+	}
+
+	od := root.Get("terms.OnDemand")
+	if !od.IsObject() {
+		return PriceListItem{}, fmt.Errorf("terms.OnDemand %s: not an object", rawOrMissing(od))
+	}
+	var err error
+	found := 0
+	od.ForEach(func(termKey, term gjson.Result) bool {
+		path := "terms.OnDemand." + snippet(termKey.String())
+		dims := term.Get("priceDimensions")
+		if !term.IsObject() || !dims.IsObject() {
+			err = fmt.Errorf("%s.priceDimensions %s: not an object", path, rawOrMissing(dims))
+			return false
+		}
+		dims.ForEach(func(rateKey, dim gjson.Result) bool {
+			dpath := path + ".priceDimensions." + snippet(rateKey.String())
+			if u := dim.Get("unit"); u.Type != gjson.String || u.String() != "Hrs" {
+				err = fmt.Errorf("%s.unit %s: not \"Hrs\"", dpath, rawOrMissing(u))
+				return false
+			}
+			usd := dim.Get("pricePerUnit.USD")
+			if usd.Type != gjson.String {
+				err = fmt.Errorf("%s.pricePerUnit.USD %s: not a string", dpath, rawOrMissing(usd))
+				return false
+			}
+			d, bad := textPrice(dpath+".pricePerUnit.USD", usd.String())
+			if bad != "" {
+				err = fmt.Errorf("%s", bad)
+				return false
+			}
+			if found > 0 && !d.Equal(it.Price) {
+				err = fmt.Errorf("%s.pricePerUnit.USD %q: differs from %q in another price dimension", dpath, usd.String(), it.Raw)
+				return false
+			}
+			if found == 0 {
+				it.Price, it.Raw = d, usd.String()
+			}
+			found++
+			return true
+		})
+		return err == nil
+	})
+	if err != nil {
+		return PriceListItem{}, err
+	}
+	if found == 0 {
+		return PriceListItem{}, fmt.Errorf("terms.OnDemand %s: no price dimension", snippet(od.Raw))
+	}
+	return it, nil
+}
+
+// OnDemandOffers turns the GetProducts PriceList documents of one region ×
+// instance type (all pages) into its on-demand offer: Region and SKU as the
+// spot twins, so the two share a sluice.CapacityKey. Documents for another
+// region or type are ignored (a recording may answer several questions with
+// one body); a document that does not parse is dropped with the reason, as is
+// every matching document after the first. When none matches, the lack of an
+// on-demand price is reported as a DroppedOffer.
+func OnDemandOffers(region, instanceType string, docs []string, now time.Time, cfg Config) ([]sluice.Offer, []sluice.DroppedOffer) {
+	cfg = cfg.withDefaults()
+	id := OnDemandID(region, instanceType)
+	var dropped []sluice.DroppedOffer
+	drop := func(format string, args ...any) {
+		dropped = append(dropped, sluice.DroppedOffer{Provider: Provider, Ref: id, Reason: fmt.Sprintf(format, args...)})
+	}
+	model, gpus, ok := Shape(instanceType)
+	if !ok {
+		drop("instance type %q: not an A100 type this source prices", instanceType)
+		return nil, dropped
+	}
+	var offers []sluice.Offer
+	var used PriceListItem
+	others := 0
+	for i, doc := range docs {
+		it, err := ParsePriceListItem(doc)
+		if err != nil {
+			drop("GetProducts PriceList[%d]: %v", i, err)
+			continue
+		}
+		if it.RegionCode != region || it.InstanceType != instanceType {
+			others++
+			continue
+		}
+		if len(offers) > 0 {
+			drop("GetProducts PriceList[%d]: another item for %s %s (sku %q, %s USD); the first (sku %q, %s USD) is used",
+				i, region, instanceType, it.SKU, it.Raw, used.SKU, used.Raw)
+			continue
+		}
+		used = it
+		offers = append(offers, sluice.Offer{
+			ID:             id,
+			Provider:       Provider,
+			SKU:            instanceType,
+			GPUModel:       model,
+			GPUsPerUnit:    gpus,
+			Region:         region,
+			Market:         sluice.OnDemand,
+			UnitPrice:      sluice.Money{Amount: it.Price, Currency: Currency},
+			Basis:          sluice.PerInstanceHour,
+			RawPrice:       it.Raw,
+			UnitsAvailable: cfg.MaxUnits,
+			FetchedAt:      now,
+			ExpiresAt:      now.Add(cfg.TTL),
+			Source:         "aws pricing GetProducts " + ServiceCode + " sku " + it.SKU,
+		})
+	}
+	if len(offers) == 0 && len(dropped) == 0 {
+		drop("GetProducts: no Price List item for %s %s (%d item(s) for other regions or types ignored)", region, instanceType, others)
+	}
+	return offers, dropped
+}
+
+func deref(s *string) string {
+	if s == nil {
+		return ""
+	}
+	return *s
+}
+
+func rawOrMissing(r gjson.Result) string {
+	if !r.Exists() {
+		return "missing"
+	}
+	return snippet(r.Raw)
+}
+
+func snippet(s string) string {
+	s = strings.TrimSpace(s)
+	if len(s) > 120 {
+		s = strings.ToValidUTF8(s[:120], "") + "…"
+	}
+	return s
+}
