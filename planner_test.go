@@ -49,6 +49,7 @@ func TestMakePlanHandChecked(t *testing.T) {
 		offers  []Offer
 		rates   map[string]decimal.Decimal
 		budget  *Money
+		floor   *Money
 		want    map[string]int // offer id → units
 		total   string
 		covered int
@@ -118,6 +119,24 @@ func TestMakePlanHandChecked(t *testing.T) {
 			reasons: map[string][]string{"dear": {ReasonPrice}},
 		},
 		{
+			// A unit claiming 9999 GPUs, a zero price and a price under the floor
+			// (0.05 USD per GPU-hour × 4 = 0.20 per unit-hour) are not believed.
+			name: "implausible offers", slots: 1,
+			offers: []Offer{offer("huge", OnDemand, 9999, 1, "2.00", "USD"), offer("free", OnDemand, 4, 1, "0", "USD"),
+				offer("tiny", OnDemand, 4, 1, "0.19", "USD"), offer("ok", OnDemand, 4, 1, "0.20", "USD")},
+			floor: &Money{decimal.RequireFromString("0.05"), "USD"},
+			want:  map[string]int{"ok": 1}, total: "0.8", covered: 1,
+			reasons: map[string][]string{"huge": {ReasonImplausible, ReasonImplausible}, "free": {ReasonImplausible}, "tiny": {ReasonImplausible}},
+		},
+		{
+			// Equal CNY amounts convert to equal USD amounts: each line converts
+			// its own total once. 2 × 34.742 × 4 = 277.936 CNY and 1 × 69.484 × 4
+			// = 277.936 CNY, each ÷ 7.1072 = 39.1062584421 USD (10 places).
+			name: "line-level fx", slots: 4,
+			offers: []Offer{offer("one", OnDemand, 4, 2, "34.742", "CNY"), offer("two", OnDemand, 8, 1, "69.484", "CNY")},
+			want:   map[string]int{"one": 2, "two": 1}, total: "78.2125168842", covered: 4,
+		},
+		{
 			name: "reservation bills its term", slots: 1,
 			offers: []Offer{
 				{ID: "cb", Provider: "aws", SKU: "p4de", Region: "us-east-1", GPUModel: "A100-80GB", GPUsPerUnit: 8, Market: Reserved, TermHours: 24, UnitPrice: MustMoney("3.00", "USD"), UnitsAvailable: 1},
@@ -131,6 +150,9 @@ func TestMakePlanHandChecked(t *testing.T) {
 			in := input(p, tc.slots, tc.offers)
 			in.InterruptionsPerHour = tc.rates
 			in.Budget = tc.budget
+			if tc.floor != nil {
+				in.MinPricePerGPUHour = *tc.floor
+			}
 			plan, err := MakePlan(in)
 			if err != nil {
 				t.Fatal(err)
