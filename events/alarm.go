@@ -6,6 +6,8 @@ import (
 	"regexp"
 	"strings"
 	"time"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/shopspring/decimal"
 	"github.com/sluicehq/sluice"
@@ -58,64 +60,187 @@ func stateChangeTime(src, field, v string) (time.Time, error) {
 // regionCode matches an AWS region code: us-east-1, cn-north-1, us-gov-west-1, ap-southeast-5.
 var regionCode = regexp.MustCompile(`^[a-z]{2}(-[a-z]+)+-[0-9]+$`)
 
-// regionFromARN returns the region code of a CloudWatch alarm ARN
-// (arn:<partition>:cloudwatch:<region>:<account>:alarm:<name>), or "" when arn
-// is not one.
-func regionFromARN(arn string) string {
-	p := strings.SplitN(arn, ":", 7)
-	if len(p) != 7 || p[0] != "arn" || p[2] != "cloudwatch" || p[5] != "alarm" || !regionCode.MatchString(p[3]) {
-		return ""
+// alarmARN matches a CloudWatch alarm ARN,
+// arn:<partition>:cloudwatch:<region>:<account>:alarm:<name>, capturing the
+// partition suffix and the region. [checkAlarmARN] also refuses, anywhere in
+// the ARN, every rune that is a control character, whitespace (Unicode
+// White_Space, not only ASCII) or a format character (category Cf: zero-width
+// space U+200B, BOM, bidi controls, ...): such a rune is invisible but makes a
+// different ARN, and so a different decision id, for the same alarm.
+var alarmARN = regexp.MustCompile(`^arn:aws(-cn|-us-gov|-iso[a-z-]*)?:cloudwatch:([a-z0-9-]+):[0-9]{12}:alarm:[^\s]+$`)
+
+// maxAlarmName is CloudWatch's limit on AlarmName (PutMetricAlarm), in characters.
+const maxAlarmName = 255
+
+// invisible reports whether r is a control character, whitespace or a format
+// (Cf) character. Unicode line and paragraph separators (Zl, Zp) count as
+// whitespace here.
+func invisible(r rune) bool {
+	return unicode.IsControl(r) || unicode.IsSpace(r) || unicode.In(r, unicode.Cf, unicode.Zl, unicode.Zp)
+}
+
+// firstRune returns the index and rune of the first rune in s for which bad
+// holds, or -1.
+func firstRune(s string, bad func(rune) bool) (int, rune) {
+	for i, r := range s {
+		if bad(r) {
+			return i, r
+		}
 	}
-	return p[3]
+	return -1, 0
+}
+
+// checkAlarmARN checks AlarmArn (see alarmARN) and returns its region code.
+// The region must be an AWS region code of the ARN's partition: cn-* exactly
+// in aws-cn, us-gov-* exactly in aws-us-gov, *-iso* exactly in aws-iso*.
+func checkAlarmARN(src, arn string) (string, error) {
+	if i, r := firstRune(arn, invisible); i >= 0 {
+		return "", bad(src, "AlarmArn", arn, fmt.Sprintf("%U at byte %d: control, whitespace or format character", r, i))
+	}
+	m := alarmARN.FindStringSubmatch(arn)
+	if m == nil {
+		return "", bad(src, "AlarmArn", arn, "not a CloudWatch alarm ARN (arn:<partition>:cloudwatch:<region>:<12-digit account>:alarm:<name>)")
+	}
+	partition, region := "aws"+m[1], m[2]
+	if !regionCode.MatchString(region) {
+		return "", bad(src, "AlarmArn", arn, fmt.Sprintf("region %q: not an AWS region code", region))
+	}
+	cn, gov, iso := strings.HasPrefix(region, "cn-"), strings.HasPrefix(region, "us-gov-"), strings.Contains(region, "-iso")
+	if cn != (partition == "aws-cn") || gov != (partition == "aws-us-gov") || iso != strings.HasPrefix(partition, "aws-iso") {
+		return "", bad(src, "AlarmArn", arn, fmt.Sprintf("region %s is not in partition %s", region, partition))
+	}
+	return region, nil
+}
+
+// checkAlarmName refuses an AlarmName that is blank, longer than CloudWatch's
+// 255 characters, or carries a control character (a terminal escape such as
+// ESC, a newline), a format (Cf) character or a line/paragraph separator.
+// Spaces are allowed: CloudWatch allows them in alarm names.
+func checkAlarmName(src, name string) error {
+	if strings.TrimSpace(name) == "" {
+		return bad(src, "AlarmName", "", "empty")
+	}
+	if n := utf8.RuneCountInString(name); n > maxAlarmName {
+		return bad(src, "AlarmName", name, fmt.Sprintf("%d characters: longer than CloudWatch's %d", n, maxAlarmName))
+	}
+	if i, r := firstRune(name, func(r rune) bool {
+		return unicode.IsControl(r) || unicode.In(r, unicode.Cf, unicode.Zl, unicode.Zp)
+	}); i >= 0 {
+		return bad(src, "AlarmName", name, fmt.Sprintf("%U at byte %d: control or format character", r, i))
+	}
+	return nil
 }
 
 // sqsQueueName matches an SQS queue name: up to 80 alphanumerics, hyphens and
 // underscores, a FIFO queue's ending in ".fifo" (SQS CreateQueue, QueueName).
 var sqsQueueName = regexp.MustCompile(`^([A-Za-z0-9_-]{1,80}|[A-Za-z0-9_-]{1,75}\.fifo)$`)
 
-// queueDimension returns the QueueName dimension's value, or ok=false.
-func queueDimension(dims []awsevents.CloudWatchDimension) (string, bool) {
-	for _, d := range dims {
-		if d.Name == QueueNameDimension {
-			return d.Value, true
+// Queue-depth metrics of the AWS/SQS namespace (SQS developer guide,
+// "Available CloudWatch metrics for Amazon SQS").
+const (
+	// MetricVisible is the number of messages waiting to be received: the backlog.
+	MetricVisible = "ApproximateNumberOfMessagesVisible"
+	// MetricNotVisible is the number of messages in flight (received, not yet
+	// deleted). Alone it is not a backlog (those jobs are already running), so
+	// it is accepted only inside metric math next to MetricVisible, as in
+	// "visible + in flight".
+	MetricNotVisible = "ApproximateNumberOfMessagesNotVisible"
+)
+
+// depthMetric says why metric (an AWS/SQS MetricName) is not a queue depth
+// Sluice can size demand from, or "" when it is MetricVisible or, with
+// inMath, MetricNotVisible.
+func depthMetric(metric string, inMath bool) string {
+	switch metric {
+	case MetricVisible:
+		return ""
+	case MetricNotVisible:
+		if inMath {
+			return ""
 		}
+		return "messages in flight, not a backlog: alarm on " + MetricVisible + " (or metric math adding it)"
+	case "":
+		return "empty: want " + MetricVisible
+	case "ApproximateNumberOfMessages":
+		return "a GetQueueAttributes attribute, not an AWS/SQS CloudWatch metric: want " + MetricVisible
+	case "ApproximateAgeOfOldestMessage":
+		return "an age in seconds, not a queue depth: want " + MetricVisible
 	}
-	return "", false
+	return "not a queue-depth metric: want " + MetricVisible
+}
+
+// queueDimension returns the QueueName dimension's value, or ok=false. A
+// second QueueName dimension is an error naming both values: the alarm would
+// otherwise be pinned to whichever came first.
+func queueDimension(src, field string, dims []awsevents.CloudWatchDimension) (string, bool, error) {
+	q, ok := "", false
+	for _, d := range dims {
+		if d.Name != QueueNameDimension {
+			continue
+		}
+		if ok {
+			return "", false, bad(src, field, d.Value, fmt.Sprintf("second %s dimension (the first names %q): want one queue per alarm", QueueNameDimension, q))
+		}
+		q, ok = d.Value, true
+	}
+	return q, ok, nil
 }
 
 // alarmQueue finds the SQS queue an alarm watches: the QueueName dimension of
 // its AWS/SQS metric (Trigger.Namespace + Trigger.Dimensions for a single-metric
 // alarm; Trigger.Metrics[].MetricStat.Metric for a metric-math alarm, where
-// every AWS/SQS metric must name the same queue).
+// every AWS/SQS metric must name the same queue). The metric must be a queue
+// depth: a single-metric alarm's Trigger.MetricName must be
+// ApproximateNumberOfMessagesVisible; in metric math every AWS/SQS metric must
+// be ApproximateNumberOfMessagesVisible or ApproximateNumberOfMessagesNotVisible,
+// and at least one must be ApproximateNumberOfMessagesVisible.
 func alarmQueue(src string, t awsevents.CloudWatchAlarmTrigger) (string, error) {
 	const noQueue = "no QueueName dimension of an AWS/SQS metric"
 	if len(t.Metrics) == 0 {
 		if t.Namespace != SQSNamespace {
 			return "", bad(src, "Trigger.Namespace", t.Namespace, "not "+SQSNamespace+": "+noQueue)
 		}
-		q, ok := queueDimension(t.Dimensions)
+		if why := depthMetric(t.MetricName, false); why != "" {
+			return "", bad(src, "Trigger.MetricName", t.MetricName, why)
+		}
+		q, ok, err := queueDimension(src, "Trigger.Dimensions", t.Dimensions)
+		if err != nil {
+			return "", err
+		}
 		if !ok {
 			return "", bad(src, "Trigger.Dimensions", "", noQueue)
 		}
 		return checkQueueName(src, "Trigger.Dimensions", q)
 	}
 	var queue, field string
+	visible := false
 	for i, m := range t.Metrics {
 		if m.MetricStat.Metric.Namespace != SQSNamespace {
 			continue
 		}
-		q, ok := queueDimension(m.MetricStat.Metric.Dimensions)
+		name := m.MetricStat.Metric.MetricName
+		if why := depthMetric(name, true); why != "" {
+			return "", bad(src, fmt.Sprintf("Trigger.Metrics[%d].MetricStat.Metric.MetricName", i), name, why)
+		}
+		visible = visible || name == MetricVisible
+		f := fmt.Sprintf("Trigger.Metrics[%d].MetricStat.Metric.Dimensions", i)
+		q, ok, err := queueDimension(src, f, m.MetricStat.Metric.Dimensions)
+		if err != nil {
+			return "", err
+		}
 		if !ok {
 			continue
 		}
-		f := fmt.Sprintf("Trigger.Metrics[%d].MetricStat.Metric.Dimensions", i)
-		if queue != "" && q != queue {
+		if field != "" && q != queue {
 			return "", bad(src, f, q, fmt.Sprintf("second queue (%s names %q): want one queue per alarm", field, queue))
 		}
 		queue, field = q, f
 	}
 	if field == "" {
 		return "", bad(src, "Trigger.Metrics", "", noQueue)
+	}
+	if !visible {
+		return "", bad(src, "Trigger.Metrics", "", "no "+MetricVisible+" metric: in-flight messages alone are not a backlog")
 	}
 	return checkQueueName(src, field, queue)
 }
@@ -173,26 +298,24 @@ func reasonDepth(src, field, reason string) (depth int, ok bool, err error) {
 // shared by the deliveries that carry the SNS payload shape.
 func alarmTrigger(src, delivery string, p *awsevents.CloudWatchAlarmSNSPayload) (sluice.Trigger, error) {
 	tr := sluice.Trigger{AlarmName: p.AlarmName, AlarmARN: p.AlarmARN, Delivery: delivery}
-	if strings.TrimSpace(p.AlarmName) == "" {
-		return tr, bad(src, "AlarmName", "", "empty")
+	if err := checkAlarmName(src, p.AlarmName); err != nil {
+		return tr, err
 	}
 	if strings.TrimSpace(p.AlarmARN) == "" {
 		return tr, bad(src, "AlarmArn", "", "empty")
 	}
 	var err error
+	// The payload's Region is the console name ("US East (N. Virginia)"); the
+	// ARN carries the code the rest of Sluice uses, and the ARN must be valid,
+	// so the region always comes from it.
+	if tr.Region, err = checkAlarmARN(src, p.AlarmARN); err != nil {
+		return tr, err
+	}
 	if tr.State, err = alarmState(src, "NewStateValue", p.NewStateValue); err != nil {
 		return tr, err
 	}
 	if tr.StateChangeTime, err = stateChangeTime(src, "StateChangeTime", p.StateChangeTime); err != nil {
 		return tr, err
-	}
-	// The payload's Region is the console name ("US East (N. Virginia)"); the
-	// ARN carries the code the rest of Sluice uses. Fall back to the name only
-	// when the ARN has no region code.
-	if tr.Region = regionFromARN(p.AlarmARN); tr.Region == "" {
-		if tr.Region = strings.TrimSpace(p.Region); tr.Region == "" {
-			return tr, bad(src, "AlarmArn", p.AlarmARN, "no region code, and Region is empty")
-		}
 	}
 	if tr.Queue, err = alarmQueue(src, p.Trigger); err != nil {
 		return tr, err

@@ -76,13 +76,18 @@ func Parse(raw []byte) ([]sluice.Trigger, error) {
 
 var errNotJSON = errors.New("not JSON")
 
-// decodeTop decodes the top level of an event into its keys.
+// decodeTop decodes the top level of an event into its keys, after refusing a
+// document with a duplicate object key anywhere (exact, or up to case) or
+// nesting deeper than maxNesting (see checkStrictJSON).
 func decodeTop(raw []byte) (map[string]json.RawMessage, error) {
 	if !json.Valid(raw) {
 		return nil, &ParseError{Source: "event", Err: errNotJSON}
 	}
 	if t := bytes.TrimSpace(raw); len(t) == 0 || t[0] != '{' {
 		return nil, bad("event", "", "", "not a JSON object")
+	}
+	if err := checkStrictJSON(raw); err != nil {
+		return nil, &ParseError{Source: "event", Err: err}
 	}
 	var top map[string]json.RawMessage
 	if err := json.Unmarshal(raw, &top); err != nil {

@@ -25,12 +25,24 @@ const SNSEventSource = "aws:sns"
 // a [*ParseError] naming the record ("sns record N") and the field, and wraps
 // [ErrBadEvent].
 //
-// Per record: State is NewStateValue (ALARM, OK or INSUFFICIENT_DATA);
-// StateChangeTime is parsed with [StateChangeTimeLayout] and kept in UTC;
-// Region is the code from AlarmArn, else the payload's Region text; Queue is
-// the QueueName dimension of the AWS/SQS metric (Trigger.Dimensions, or
-// Trigger.Metrics[].MetricStat.Metric.Dimensions for metric math); Depth is the
-// first datapoint in NewStateReason rounded up ([DepthFromDatapoint]). An ALARM
+// The event and every Sns.Message are read strictly: a key repeated in one
+// object (exactly, or up to case, which encoding/json would also merge) or
+// nesting deeper than 64 levels refuses the event, with the key path in the
+// error (`sns record 0: Sns.Message: duplicate key "NewStateValue"`).
+//
+// Per record: AlarmName must be 1 to 255 characters without control or format
+// (Cf) characters; AlarmArn must be a CloudWatch alarm ARN
+// (arn:aws[-cn|-us-gov|-iso…]:cloudwatch:<region>:<12 digits>:alarm:<name>)
+// without control, whitespace or format characters. State is NewStateValue
+// (ALARM, OK or INSUFFICIENT_DATA); StateChangeTime is parsed with
+// [StateChangeTimeLayout] and kept in UTC; Region is the region code of
+// AlarmArn (never the payload's human Region text). Queue is the single
+// QueueName dimension of the AWS/SQS metric (Trigger.Dimensions, or
+// Trigger.Metrics[].MetricStat.Metric.Dimensions for metric math), and that
+// metric must be a queue depth: [MetricVisible] for a single-metric alarm;
+// [MetricVisible] or [MetricNotVisible] for every AWS/SQS metric of a
+// metric-math alarm, with at least one [MetricVisible]. Depth is the first
+// datapoint in NewStateReason rounded up ([DepthFromDatapoint]). An ALARM
 // whose reason quotes no datapoint is refused; an OK or INSUFFICIENT_DATA one
 // gets Depth 0 ([DepthNone]). For a metric-math alarm the datapoint is the
 // expression's value.
@@ -75,6 +87,9 @@ func snsRecord(src string, raw json.RawMessage) (sluice.Trigger, error) {
 	}
 	if !json.Valid([]byte(msg)) {
 		return sluice.Trigger{}, bad(src, "Sns.Message", msg, "not JSON")
+	}
+	if err := checkStrictJSON([]byte(msg)); err != nil {
+		return sluice.Trigger{}, &ParseError{Source: src, Field: "Sns.Message", Err: err}
 	}
 	var p awsevents.CloudWatchAlarmSNSPayload
 	if err := json.Unmarshal([]byte(msg), &p); err != nil {

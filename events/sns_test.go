@@ -10,6 +10,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+	"unicode"
+	"unicode/utf8"
 
 	awsevents "github.com/aws/aws-lambda-go/events"
 
@@ -109,6 +111,13 @@ var badFiles = map[string]string{
 	"negative-depth.json":     `sns record 0: NewStateReason "-3.0": datapoint is negative`,
 	"alarm-no-datapoint.json": `sns record 0: NewStateReason "Threshold Crossed: no datapoints were received`,
 	"not-sns-record.json":     `sns record 0: EventSource "aws:sqs": not aws:sns`,
+	"duplicate-state.json":    `sns record 0: Sns.Message: duplicate key "NewStateValue"`,
+	"duplicate-records.json":  `event: duplicate key "Records"`,
+	"arn-zero-width-space.json": `sns record 0: AlarmArn "arn:aws:cloudwatch:us-east-1:123456789012:alarm:sluice-train-overseas-depth\u200b": ` +
+		`U+200B at byte 75: control, whitespace or format character`,
+	"age-metric.json":           `sns record 0: Trigger.MetricName "ApproximateAgeOfOldestMessage": an age in seconds, not a queue depth`,
+	"two-queue-dimensions.json": `sns record 0: Trigger.Dimensions "train-beijing": second QueueName dimension (the first names "train-overseas")`,
+	"alarm-name-escape.json":    `sns record 0: AlarmName "\x1b[2J\x1b[1;31msluice-train-overseas-depth": U+001B at byte 0: control or format character`,
 }
 
 func TestGoodFiles(t *testing.T) {
@@ -287,13 +296,14 @@ func TestEdgeCases(t *testing.T) {
 		{"empty state", func(p map[string]any) { p["NewStateValue"] = "" }, nil, "NewStateValue: empty"},
 		{"no alarm name", func(p map[string]any) { delete(p, "AlarmName") }, nil, "AlarmName: empty"},
 		{"no alarm ARN", func(p map[string]any) { delete(p, "AlarmArn") }, nil, "AlarmArn: empty"},
-		{"ARN without region falls back to Region text", func(p map[string]any) {
+		// The ARN must be valid: there is no fallback to the human Region text.
+		{"ARN without region is refused, no Region fallback", func(p map[string]any) {
 			p["AlarmArn"] = "arn:aws:cloudwatch:REGION:ACCOUNT_NUMBER:alarm:EXAMPLE"
-		}, func(tr sluice.Trigger) bool { return tr.Region == "US East (N. Virginia)" }, ""},
-		{"ARN without region and no Region text", func(p map[string]any) {
+		}, nil, `AlarmArn "arn:aws:cloudwatch:REGION:ACCOUNT_NUMBER:alarm:EXAMPLE": not a CloudWatch alarm ARN`},
+		{"ARN that is not an ARN", func(p map[string]any) {
 			p["AlarmArn"] = "EXAMPLE"
 			p["Region"] = ""
-		}, nil, `AlarmArn "EXAMPLE": no region code, and Region is empty`},
+		}, nil, `AlarmArn "EXAMPLE": not a CloudWatch alarm ARN`},
 		{"GovCloud region code", func(p map[string]any) {
 			p["AlarmArn"] = "arn:aws-us-gov:cloudwatch:us-gov-west-1:123456789012:alarm:x"
 		}, func(tr sluice.Trigger) bool { return tr.Region == "us-gov-west-1" }, ""},
@@ -422,7 +432,8 @@ func TestRoundTrip(t *testing.T) {
 	}
 	files, _ := filepath.Glob(filepath.Join(dir, "*.json"))
 	for _, bd := range []string{"empty-message.json", "unknown-state.json", "no-queue-dimension.json", "rfc3339-time.json",
-		"non-sqs-namespace.json", "negative-depth.json", "alarm-no-datapoint.json", "not-sns-record.json"} {
+		"non-sqs-namespace.json", "negative-depth.json", "alarm-no-datapoint.json", "not-sns-record.json",
+		"arn-zero-width-space.json", "age-metric.json", "two-queue-dimensions.json", "alarm-name-escape.json"} {
 		files = append(files, filepath.Join(dir, "bad", bd))
 	}
 	for _, f := range files {
@@ -577,6 +588,13 @@ func FuzzParse(f *testing.F) {
 			}
 			if tr.AlarmName == "" || tr.AlarmARN == "" || tr.Region == "" || tr.StateChangeTime.IsZero() || tr.Delivery != events.DeliverySNS {
 				t.Errorf("incomplete trigger %+v", tr)
+			}
+			if strings.ContainsFunc(tr.AlarmARN, func(r rune) bool { return unicode.IsSpace(r) || unicode.IsControl(r) || unicode.Is(unicode.Cf, r) }) ||
+				!strings.HasPrefix(tr.AlarmARN, "arn:") || !strings.Contains(tr.AlarmARN, ":cloudwatch:"+tr.Region+":") {
+				t.Errorf("AlarmARN %q with Region %q", tr.AlarmARN, tr.Region)
+			}
+			if utf8.RuneCountInString(tr.AlarmName) > 255 || strings.ContainsFunc(tr.AlarmName, func(r rune) bool { return unicode.IsControl(r) || unicode.Is(unicode.Cf, r) }) {
+				t.Errorf("AlarmName %q", tr.AlarmName)
 			}
 		}
 	})

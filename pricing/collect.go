@@ -6,7 +6,6 @@ package pricing
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -90,13 +89,10 @@ func (c *Collector) Collect(ctx context.Context) ([]sluice.Offer, []sluice.Sourc
 				case r := <-done:
 					results[i] = r
 				case <-time.After(grace):
-					results[i] = result{err: sctx.Err()}
+					results[i] = result{err: fmt.Errorf("%s: no answer within the deadline (%s per source, %s overall)", s.Name(), per, overall)}
 				}
 			}
 			results[i].latency = now().Sub(start)
-			if errors.Is(results[i].err, context.DeadlineExceeded) {
-				results[i].err = fmt.Errorf("%s: no answer within the deadline (%s per source, %s overall)", s.Name(), per, overall)
-			}
 		}()
 	}
 	wg.Wait()

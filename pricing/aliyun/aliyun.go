@@ -19,7 +19,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/tidwall/gjson"
@@ -132,18 +131,31 @@ type result struct {
 	err     error
 }
 
-// job is one region × instance type: its on-demand and its spot result.
-type job struct {
-	region, instanceType string
-	onDemand, spot       result
+// call is one API call of Offers: an action for one region × instance type.
+type call struct {
+	action, region, instanceType string
+	fetch                        func() ([]sluice.Offer, []sluice.DroppedOffer, error)
 }
+
+func (c call) String() string { return c.action + " " + c.region + " " + c.instanceType }
+
+// maxUnfinishedNamed bounds how many unfinished calls the deadline error names.
+const maxUnfinishedNamed = 6
 
 // Offers calls DescribePrice and DescribeSpotPriceHistory for every configured
 // region × instance type, at most Concurrency calls in flight. A failed call
 // (error JSON, HTTP or network error) for one region × type is recorded as a
-// DroppedOffer whose reason carries the error; err is returned only when every
-// call failed or ctx ended. Offers come in region, then instance-type order:
-// on-demand first, then spot by zone.
+// DroppedOffer whose reason carries the error, and the other calls' offers
+// stand; err is returned when every call failed, or when ctx ends first.
+// Offers come in region, then instance-type order: on-demand first, then spot
+// by zone.
+//
+// When ctx ends before every call has finished, Offers returns at once — it
+// does not wait for calls that are still in flight or queued — with the offers
+// and drops of the calls that finished, and an error naming the calls that did
+// not ("aliyun: 1 of 18 calls unfinished at deadline: DescribePrice cn-beijing
+// ecs.gn7e-c16g1.16xlarge: context deadline exceeded") that wraps ctx.Err().
+// A call that ended with ctx's own error counts as unfinished.
 func (c *Client) Offers(ctx context.Context) ([]sluice.Offer, []sluice.DroppedOffer, error) {
 	now := c.cfg.Now()
 	var dropped []sluice.DroppedOffer
@@ -155,60 +167,98 @@ func (c *Client) Offers(ctx context.Context) ([]sluice.Offer, []sluice.DroppedOf
 		}
 		types = append(types, it)
 	}
-	var jobs []*job
+	// Two calls per region × type, on-demand then spot: the order of the offers.
+	var calls []call
 	for _, r := range c.cfg.Regions {
 		for _, it := range types {
-			jobs = append(jobs, &job{region: r, instanceType: it})
+			calls = append(calls,
+				call{"DescribePrice", r, it, func() ([]sluice.Offer, []sluice.DroppedOffer, error) {
+					return c.fetchOnDemand(ctx, r, it, now)
+				}},
+				call{"DescribeSpotPriceHistory", r, it, func() ([]sluice.Offer, []sluice.DroppedOffer, error) {
+					return c.fetchSpot(ctx, r, it, now)
+				}})
 		}
 	}
-	if len(jobs) == 0 {
+	if len(calls) == 0 {
 		return nil, dropped, fmt.Errorf("aliyun: no region × A100 instance type to price")
 	}
 
-	// Each goroutine writes only its own result; the semaphore bounds calls in flight.
+	// Each goroutine sends its one result on done (buffered, so a call that
+	// finishes after Offers has returned never blocks); only this goroutine
+	// touches results, so returning early is race-free.
+	type finished struct {
+		i int
+		r result
+	}
+	done := make(chan finished, len(calls))
 	sem := make(chan struct{}, Concurrency)
-	var wg sync.WaitGroup
-	run := func(dst *result, fetch func() ([]sluice.Offer, []sluice.DroppedOffer, error)) {
-		wg.Add(1)
+	for i, cl := range calls {
 		go func() {
-			defer wg.Done()
 			select {
 			case sem <- struct{}{}:
 			case <-ctx.Done():
-				dst.err = ctx.Err()
+				done <- finished{i, result{err: ctx.Err()}}
 				return
 			}
 			defer func() { <-sem }()
-			dst.offers, dst.dropped, dst.err = fetch()
+			var r result
+			r.offers, r.dropped, r.err = cl.fetch()
+			done <- finished{i, r}
 		}()
 	}
-	for _, j := range jobs {
-		run(&j.onDemand, func() ([]sluice.Offer, []sluice.DroppedOffer, error) {
-			return c.fetchOnDemand(ctx, j.region, j.instanceType, now)
-		})
-		run(&j.spot, func() ([]sluice.Offer, []sluice.DroppedOffer, error) {
-			return c.fetchSpot(ctx, j.region, j.instanceType, now)
-		})
-	}
-	wg.Wait()
-
-	var offers []sluice.Offer
-	var errs []error
-	for _, j := range jobs {
-		for _, r := range []result{j.onDemand, j.spot} {
-			offers = append(offers, r.offers...)
-			dropped = append(dropped, r.dropped...)
-			if r.err != nil {
-				errs = append(errs, r.err)
-				dropped = append(dropped, sluice.DroppedOffer{Provider: ProviderName,
-					Ref: "aliyun:" + j.region + ":" + j.instanceType, Reason: r.err.Error()})
+	results := make([]result, len(calls))
+	ok := make([]bool, len(calls)) // the call finished
+	take := func(f finished) { results[f.i], ok[f.i] = f.r, true }
+collect:
+	for range calls {
+		select {
+		case f := <-done:
+			take(f)
+		case <-ctx.Done():
+			// Keep whatever has already arrived; wait for nothing more.
+			for {
+				select {
+				case f := <-done:
+					take(f)
+				default:
+					break collect
+				}
 			}
 		}
 	}
-	if err := ctx.Err(); err != nil {
-		return offers, dropped, fmt.Errorf("fetching aliyun offers: %w", err)
+
+	ctxErr := ctx.Err()
+	var offers []sluice.Offer
+	var errs []error
+	var unfinished []string
+	for i, cl := range calls {
+		r := results[i]
+		if !ok[i] || ctxErr != nil && r.err != nil && (errors.Is(r.err, context.Canceled) || errors.Is(r.err, context.DeadlineExceeded)) {
+			unfinished = append(unfinished, cl.String())
+			continue
+		}
+		offers = append(offers, r.offers...)
+		dropped = append(dropped, r.dropped...)
+		if r.err != nil {
+			errs = append(errs, r.err)
+			dropped = append(dropped, sluice.DroppedOffer{Provider: ProviderName,
+				Ref: "aliyun:" + cl.region + ":" + cl.instanceType, Reason: r.err.Error()})
+		}
 	}
-	if len(errs) == 2*len(jobs) {
+	if len(unfinished) > 0 {
+		if ctxErr == nil { // cannot happen: a call is unfinished only once ctx ended
+			ctxErr = context.Canceled
+		}
+		named := unfinished
+		more := ""
+		if len(named) > maxUnfinishedNamed {
+			named, more = named[:maxUnfinishedNamed], fmt.Sprintf(" and %d more", len(unfinished)-maxUnfinishedNamed)
+		}
+		return offers, dropped, fmt.Errorf("aliyun: %d of %d calls unfinished at deadline: %s%s: %w",
+			len(unfinished), len(calls), strings.Join(named, ", "), more, ctxErr)
+	}
+	if len(errs) == len(calls) {
 		return nil, dropped, fmt.Errorf("fetching aliyun offers: every call failed: %w", errors.Join(errs...))
 	}
 	return offers, dropped, nil

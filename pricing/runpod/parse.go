@@ -34,12 +34,16 @@ var clouds = []string{"secure", "community"}
 // The body is {"data":{"<alias>":[GpuType…],…}}: every array-valued member of
 // data is read, so both the aliased form sent by Query (gpu0, gpu1, …) and a
 // plain "gpuTypes" member work. Types whose id is not in cfg.GPUTypeIDs are
-// ignored, as are repeats of an id already seen.
+// ignored.
 //
-// For each GPU type × cloud (secure, community: only when <cloud>Cloud is true
-// and <cloud>Price > 0) × market (on-demand from <cloud>Price; spot from
-// <cloud>SpotPrice when > 0) × n in cfg.GPUCounts with n ≤ maxGpuCount, one
-// Offer is made:
+// For each GPU type × cloud (secure, community: only when <cloud>Cloud is
+// true) × market (on-demand from <cloud>Price, spot from <cloud>SpotPrice) ×
+// n in cfg.GPUCounts with n ≤ maxGpuCount, one Offer is made. Each
+// (cloud, market) price stands alone: a price that is null or 0 means the
+// cloud does not sell that market (no offer, nothing dropped); a price that is
+// missing from the object or cannot be read drops that cloud × market only,
+// with a reason naming the field and value — a bad securePrice never takes
+// the secure spot offers with it, nor the other way round.
 //
 //   - ID "runpod:<gpuTypeId>:<secure|community>:<n>x:<on-demand|spot>", SKU the gpuTypeId
 //   - UnitPrice = per-GPU price × n, USD per unit-hour (a unit is n GPUs);
@@ -51,6 +55,14 @@ var clouds = []string{"secure", "community"}
 //
 // lowestPrice.minimumBidPrice/uninterruptablePrice are not used: they are for
 // gpuCount 1 across both clouds.
+//
+// Duplicates: a requested gpuTypeId listed more than once in one response is
+// judged on the offers each entry gives. If every entry gives the same offers
+// (same ids, prices, model and units), the first is kept and every later one
+// is reported as a DroppedOffer "duplicate: <id> already seen in this response".
+// If the entries disagree — on a price, or on which offers exist at all — the
+// provider contradicts itself and no entry is trusted: every entry of that id
+// is dropped, with a reason naming both values ("securePrice 1.89 vs 9").
 //
 // A GPU type or price that cannot be read is returned as a DroppedOffer whose
 // reason names the field and its value; the rest go on. A body that is not
@@ -72,7 +84,10 @@ func ParseGPUTypes(body []byte, now time.Time, cfg Config) ([]sluice.Offer, []sl
 		return nil, nil, fmt.Errorf("runpod: graphql response: data %s: not an object", rawOrMissing(data))
 	}
 
-	p := parser{cfg: cfg, now: now, seen: map[string]bool{}}
+	// First pass: the requested entries, grouped by id in first-seen order.
+	p := parser{cfg: cfg, now: now}
+	var order []string
+	byID := map[string][]entry{}
 	var err error
 	data.ForEach(func(key, list gjson.Result) bool {
 		switch {
@@ -84,8 +99,16 @@ func ParseGPUTypes(body []byte, now time.Time, cfg Config) ([]sluice.Offer, []sl
 		}
 		i := 0
 		list.ForEach(func(_, t gjson.Result) bool {
-			p.gpuType(t, fmt.Sprintf("data.%s[%d]", key.String(), i))
+			pos := fmt.Sprintf("data.%s[%d]", key.String(), i)
 			i++
+			id, ok := p.typeID(t, pos)
+			if !ok || !slices.Contains(p.cfg.GPUTypeIDs, id) {
+				return true
+			}
+			if _, seen := byID[id]; !seen {
+				order = append(order, id)
+			}
+			byID[id] = append(byID[id], entry{pos: pos, t: t})
 			return true
 		})
 		return true
@@ -93,13 +116,31 @@ func ParseGPUTypes(body []byte, now time.Time, cfg Config) ([]sluice.Offer, []sl
 	if err != nil {
 		return nil, nil, err
 	}
+
+	// Second pass: each entry on its own, then the duplicate rule.
+	for _, id := range order {
+		entries := byID[id]
+		for i := range entries {
+			sub := parser{cfg: cfg, now: now}
+			sub.gpuType(entries[i].t, id)
+			entries[i].offers, entries[i].dropped = sub.offers, sub.dropped
+		}
+		p.resolve(id, entries)
+	}
 	return p.offers, p.dropped, nil
+}
+
+// entry is one listing of a requested gpuTypeId and what it gave on its own.
+type entry struct {
+	pos     string // data.<alias>[i]
+	t       gjson.Result
+	offers  []sluice.Offer
+	dropped []sluice.DroppedOffer
 }
 
 type parser struct {
 	cfg     Config
 	now     time.Time
-	seen    map[string]bool
 	offers  []sluice.Offer
 	dropped []sluice.DroppedOffer
 }
@@ -108,24 +149,103 @@ func (p *parser) drop(ref, format string, args ...any) {
 	p.dropped = append(p.dropped, sluice.DroppedOffer{Provider: Provider, Ref: ref, Reason: fmt.Sprintf(format, args...)})
 }
 
-// gpuType turns one GpuType object into its offers.
-func (p *parser) gpuType(t gjson.Result, pos string) {
+// typeID reads a GpuType's id, dropping an entry that is not an object or has
+// no usable id (Ref = its position, since there is no id to name it by).
+func (p *parser) typeID(t gjson.Result, pos string) (string, bool) {
 	if !t.IsObject() {
 		p.drop(pos, "gpu type %s: not an object", snippetString(t.Raw))
-		return
+		return "", false
 	}
 	idr := t.Get("id")
 	if idr.Type != gjson.String || idr.String() == "" {
 		p.drop(pos, "id %s: not a non-empty string", rawOrMissing(idr))
-		return
+		return "", false
 	}
-	id := idr.String()
-	if !slices.Contains(p.cfg.GPUTypeIDs, id) || p.seen[id] {
-		return
-	}
-	p.seen[id] = true
-	ref := Provider + ":" + id
+	return idr.String(), true
+}
 
+// resolve applies the duplicate rule (see ParseGPUTypes) to the entries of one id.
+func (p *parser) resolve(id string, entries []entry) {
+	ref := Provider + ":" + id
+	first := entries[0]
+	agree := true
+	for _, e := range entries[1:] {
+		agree = agree && offerDiff(first, e) == ""
+	}
+	if agree {
+		p.offers = append(p.offers, first.offers...)
+		p.dropped = append(p.dropped, first.dropped...)
+		for _, e := range entries[1:] {
+			p.drop(ref, "duplicate: %s already seen in this response (%s repeats %s)", id, e.pos, first.pos)
+		}
+		return
+	}
+	for i, e := range entries {
+		for j, o := range entries {
+			if i == j {
+				continue
+			}
+			if d := offerDiff(e, o); d != "" {
+				p.drop(ref, "duplicate: %s at %s contradicts %s (%s): all %d entries dropped", id, e.pos, o.pos, d, len(entries))
+				break
+			}
+		}
+	}
+}
+
+// offerDiff describes the first difference between the offers of two entries
+// of one GPU type, values of ea first ("securePrice 1.89 vs 9"), or returns ""
+// when they give the same offers.
+func offerDiff(ea, eb entry) string {
+	a, b := ea.offers, eb.offers
+	inB := map[string]sluice.Offer{}
+	for _, o := range b {
+		inB[o.ID] = o
+	}
+	inA := map[string]bool{}
+	for _, x := range a {
+		inA[x.ID] = true
+		y, ok := inB[x.ID]
+		switch {
+		case !ok:
+			return fmt.Sprintf("%s %s offers at %s only", cloudOf(x), x.Market, ea.pos)
+		case !x.UnitPrice.Amount.Equal(y.UnitPrice.Amount):
+			return fmt.Sprintf("%s %s vs %s", priceField(x), x.RawPrice, y.RawPrice)
+		case x.GPUModel != y.GPUModel:
+			return fmt.Sprintf("memoryInGb gives %s vs %s", x.GPUModel, y.GPUModel)
+		case x.UnitsAvailable != y.UnitsAvailable:
+			return fmt.Sprintf("lowestPrice.stockStatus gives %d vs %d units", x.UnitsAvailable, y.UnitsAvailable)
+		}
+	}
+	for _, y := range b {
+		if !inA[y.ID] {
+			return fmt.Sprintf("%s %s offers at %s only", cloudOf(y), y.Market, eb.pos)
+		}
+	}
+	return ""
+}
+
+// cloudOf is the cloud named in an offer id ("runpod:<id>:<cloud>:<n>x:<market>").
+func cloudOf(o sluice.Offer) string {
+	parts := strings.Split(o.ID, ":")
+	if len(parts) < 3 {
+		return ""
+	}
+	return parts[len(parts)-3]
+}
+
+// priceField is the wire field an offer's price came from.
+func priceField(o sluice.Offer) string {
+	if o.Market == sluice.Spot {
+		return cloudOf(o) + "SpotPrice"
+	}
+	return cloudOf(o) + "Price"
+}
+
+// gpuType turns one GpuType object (already known to be an object with a
+// requested id) into its offers.
+func (p *parser) gpuType(t gjson.Result, id string) {
+	ref := Provider + ":" + id
 	if !strings.Contains(strings.ToUpper(id), "A100") {
 		p.drop(ref, "id %q: not an A100 GPU type", id)
 		return
@@ -150,11 +270,11 @@ func (p *parser) gpuType(t gjson.Result, pos string) {
 		if t.Get(cloud+"Cloud").Type != gjson.True {
 			continue
 		}
-		onDemand, ok := p.price(t, cloud+"Price", ref+":"+cloud+":on-demand")
-		if !ok {
-			continue // no on-demand price: the cloud does not sell this type
+		// Each market of the cloud is priced on its own: one bad price drops
+		// that market's offers only.
+		if onDemand, ok := p.price(t, cloud+"Price", ref+":"+cloud+":on-demand"); ok {
+			p.emit(id, model, cloud, sluice.OnDemand, onDemand, maxCount, units)
 		}
-		p.emit(id, model, cloud, sluice.OnDemand, onDemand, maxCount, units)
 		if spot, ok := p.price(t, cloud+"SpotPrice", ref+":"+cloud+":spot"); ok {
 			p.emit(id, model, cloud, sluice.Spot, spot, maxCount, units)
 		}
@@ -167,10 +287,16 @@ type wirePrice struct {
 	raw    string
 }
 
-// price reads field as a positive per-GPU-hour price. A missing, null or zero
-// price means "not offered" (ok false, nothing dropped); a bad one is dropped.
+// price reads field as a positive per-GPU-hour price. A null or zero price
+// means "not offered" (ok false, nothing dropped). A missing field (the query
+// asks for every price field, so GraphQL always sends it, null at worst) or a
+// price that cannot be read is dropped with a reason.
 func (p *parser) price(t gjson.Result, field, ref string) (wirePrice, bool) {
 	r := t.Get(field)
+	if !r.Exists() {
+		p.drop(ref, "%s: missing", field)
+		return wirePrice{}, false
+	}
 	d, present, err := pricing.WireAmount(r)
 	if err != nil {
 		p.drop(ref, "%s %q: %v", field, r.Raw, err)

@@ -15,6 +15,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"slices"
 	"strings"
 	"time"
 
@@ -48,8 +49,8 @@ type Config struct {
 	BaseURL string
 	// APIKey is sent as "Authorization: Bearer <key>" (providers.md §2.1).
 	APIKey string
-	// GPUTypeIDs are the gpuTypeIds asked for; types in the response that are
-	// not listed here are ignored.
+	// GPUTypeIDs are the gpuTypeIds asked for (each once, however often it is
+	// listed); types in the response that are not listed here are ignored.
 	GPUTypeIDs []string
 	// GPUCounts are the GPUs-per-unit quoted for each type, capped by its maxGpuCount.
 	GPUCounts []int
@@ -70,6 +71,15 @@ func (c Config) withDefaults() Config {
 	if len(c.GPUTypeIDs) == 0 {
 		c.GPUTypeIDs = DefaultGPUTypeIDs
 	}
+	// An id configured twice is asked for once: the response would otherwise
+	// list it twice and every offer of it would be reported as a duplicate.
+	var ids []string
+	for _, id := range c.GPUTypeIDs {
+		if !slices.Contains(ids, id) {
+			ids = append(ids, id)
+		}
+	}
+	c.GPUTypeIDs = ids
 	if len(c.GPUCounts) == 0 {
 		c.GPUCounts = DefaultGPUCounts
 	}

@@ -151,6 +151,7 @@ func TestParseGPUTypes(t *testing.T) {
 	one := runpod.Config{GPUCounts: []int{1}}
 	sxmOK := "runpod:NVIDIA A100-SXM4-80GB:secure:1x:on-demand | sku=NVIDIA A100-SXM4-80GB A100-80GB x1 | global/ | on-demand | 1.89 USD | min_bid - | raw 1.89/gpu-hour | units 4"
 	sxmType := gpuType(sxm, map[string]string{"securePrice": "1.89", "secureSpotPrice": "null"})
+	pcieSpot1 := "runpod:NVIDIA A100 80GB PCIe:secure:1x:spot | sku=NVIDIA A100 80GB PCIe A100-80GB x1 | global/ | spot | 1.19 USD | min_bid 1.19 USD | raw 1.19/gpu-hour | units 4"
 	tests := []struct {
 		name    string
 		cfg     runpod.Config
@@ -159,10 +160,10 @@ func TestParseGPUTypes(t *testing.T) {
 		dropped []string // "ref: reason"
 	}{
 		{
-			name: "negative on-demand price dropped, other type survives",
+			name: "negative on-demand price dropped, its spot and the other type survive",
 			cfg:  one,
 			body: body(gpuType(pcie, map[string]string{"securePrice": "-0.5"}), sxmType),
-			want: []string{sxmOK},
+			want: []string{pcieSpot1, sxmOK},
 			dropped: []string{
 				`runpod:NVIDIA A100 80GB PCIe:secure:on-demand: securePrice "-0.5": negative`,
 			},
@@ -171,7 +172,7 @@ func TestParseGPUTypes(t *testing.T) {
 			name:    "price sent as a string is not a GraphQL Float",
 			cfg:     one,
 			body:    body(gpuType(pcie, map[string]string{"securePrice": `"1.64"`}), sxmType),
-			want:    []string{sxmOK},
+			want:    []string{pcieSpot1, sxmOK},
 			dropped: []string{`runpod:NVIDIA A100 80GB PCIe:secure:on-demand: securePrice "\"1.64\"": not a JSON number`},
 		},
 		{
@@ -212,9 +213,9 @@ func TestParseGPUTypes(t *testing.T) {
 			dropped: []string{`data.gpuTypes[0]: gpu type 42: not an object`},
 		},
 		{
-			name: "unrequested types and repeats are ignored",
+			name: "unrequested types are ignored, even repeated",
 			cfg:  runpod.Config{GPUTypeIDs: []string{sxm}, GPUCounts: []int{1}},
-			body: body(gpuType(pcie, nil), sxmType, gpuType(sxm, map[string]string{"securePrice": "9"})),
+			body: body(gpuType(pcie, nil), sxmType, gpuType(pcie, map[string]string{"securePrice": "9"})),
 			want: []string{sxmOK},
 		},
 		{
@@ -254,7 +255,7 @@ func TestParseGPUTypes(t *testing.T) {
 			name:    "absurd exponent refused",
 			cfg:     one,
 			body:    body(gpuType(pcie, map[string]string{"securePrice": "1e40"}), sxmType),
-			want:    []string{sxmOK},
+			want:    []string{pcieSpot1, sxmOK},
 			dropped: []string{`runpod:NVIDIA A100 80GB PCIe:secure:on-demand: securePrice "1e40": out of range`},
 		},
 		{
@@ -408,12 +409,19 @@ func FuzzParseGPUTypes(f *testing.F) {
 	f.Add([]byte(`{"errors":[{"message":"x"}]}`))
 	f.Add(body(gpuType(pcie, map[string]string{"securePrice": "1e999999999", "secureSpotPrice": "1.190000000000000000001"})))
 	f.Add([]byte(`{"data":{"gpuTypes":[null,1,"a",{}]}}`))
+	f.Add(body(gpuType(sxm, nil), gpuType(sxm, map[string]string{"securePrice": "9"}), gpuType(sxm, nil)))
+	f.Add(body(gpuType(pcie, map[string]string{"securePrice": "-", "secureSpotPrice": `"x"`})))
 	f.Fuzz(func(t *testing.T, b []byte) {
 		offers, dropped, err := runpod.ParseGPUTypes(b, now, runpod.Config{GPUTypeIDs: []string{pcie, sxm, "NVIDIA A100-PCIE-40GB"}})
 		if err != nil && (len(offers) > 0 || len(dropped) > 0) {
 			t.Fatalf("error %v with %d offers", err, len(offers))
 		}
+		ids := map[string]bool{}
 		for _, o := range offers {
+			if ids[o.ID] {
+				t.Fatalf("offer id %s twice", o.ID)
+			}
+			ids[o.ID] = true
 			if o.UnitPrice.Amount.IsNegative() || o.UnitPrice.Zero() || o.UnitPrice.Currency != "USD" {
 				t.Fatalf("%s: price %s", o.ID, o.UnitPrice)
 			}

@@ -18,12 +18,22 @@ import (
 // Currency of every Vast price (providers.md §0).
 const Currency = "USD"
 
-// gpu_ram thresholds, MB per GPU (providers.md §3: "distinguish 40/80 GB via gpu_ram").
+// gpu_ram bounds, MB per GPU (providers.md §3: "distinguish 40/80 GB via
+// gpu_ram"). Vast reports 40960 for an A100 40GB and 81920 for an 80GB; a
+// value outside ramMin..ramMax is not a believable GPU at all, and one inside
+// it but outside both bands is not an A100.
 var (
-	ram80Min = decimal.NewFromInt(70000)
+	ramMin   = decimal.NewFromInt(30000)
+	ramMax   = decimal.NewFromInt(200000)
 	ram40Min = decimal.NewFromInt(30000)
 	ram40Max = decimal.NewFromInt(50000)
+	ram80Min = decimal.NewFromInt(70000)
+	ram80Max = decimal.NewFromInt(90000)
 )
+
+// MaxGPUs is the most GPUs one Vast ask may have: machines top out at 8 GPUs
+// today and at 16 in the largest chassis; more is not a real machine.
+const MaxGPUs = 16
 
 var (
 	askIDRE   = regexp.MustCompile(`^[0-9]{1,19}$`)
@@ -52,23 +62,33 @@ func marketOf(searchType string) (sluice.Market, error) {
 //     ondemand and the bid offer of the same ask share a CapacityKey
 //     (provider, SKU, region, GPUs per unit) and spot can be compared with its
 //     on-demand twin. The size is in GPUModel and GPUsPerUnit.
-//   - GPUsPerUnit num_gpus; a unit is the whole ask.
+//   - GPUsPerUnit num_gpus, 1..MaxGPUs (16); a unit is the whole ask.
 //   - ondemand: Market on-demand, UnitPrice = dph_total (USD per offer-hour),
 //     RawPrice its JSON token, MinBid zero Money.
 //   - bid: Market spot, UnitPrice = MinBid = min_bid (USD per offer-hour, the
 //     current minimum bid for the whole ask; providers.md §3); an offer with no
 //     or zero min_bid is dropped.
 //   - Basis sluice.PerOfferHour.
-//   - GPUModel from gpu_ram (MB per GPU): ≥ 70000 → "A100-80GB",
-//     30000–50000 → "A100-40GB", else dropped; gpu_name must be one of
+//   - GPUModel from gpu_ram (MB per GPU): 70000–90000 → "A100-80GB",
+//     30000–50000 → "A100-40GB"; outside 30000–200000 is dropped as out of
+//     range, anything else as not an A100 size; gpu_name must be one of
 //     cfg.GPUNames and name an A100.
 //   - Region the country code of geolocation ("Georgia, US" → "US"; a trailing
 //     continent as in "Oregon, US, NA" is skipped), City the text before it.
 //   - UnitsAvailable 1, or 0 when rented is true or rentable is false.
 //
-// A bad offer is returned as a DroppedOffer (Ref = the ask id, or offers[i]
+// A bad offer is returned as a DroppedOffer (Ref = the offer id, or offers[i]
 // when there is none) whose reason names the field and its value; the rest go
 // on. A body that is not JSON or has no "offers" list is an error.
+//
+// Duplicates: an ask id listed more than once in one response is kept once
+// only if every listing gives the same offer (price, GPUs, model, location,
+// units): the first is kept and each later one is reported as a DroppedOffer
+// "duplicate: <offer id> already seen in this response". If the listings
+// disagree — a different price, or one of them unusable — the provider
+// contradicts itself about that ask and no listing is trusted: every usable
+// listing is dropped with a reason naming both values ("dph_total 1.33 vs
+// 9"), and an unusable one keeps its own reason.
 func ParseBundles(body []byte, searchType string, now time.Time, cfg Config) ([]sluice.Offer, []sluice.DroppedOffer, error) {
 	cfg = cfg.withDefaults()
 	market, err := marketOf(searchType)
@@ -82,30 +102,96 @@ func ParseBundles(body []byte, searchType string, now time.Time, cfg Config) ([]
 	if !list.IsArray() {
 		return nil, nil, fmt.Errorf("vast: bundles search type=%s: offers %s: not a list", searchType, rawOrMissing(list))
 	}
+	// First pass: every listing on its own.
+	var items []listing
+	groups := map[string][]int{} // offer id → indexes into items, of listings with that id
+	list.ForEach(func(_, o gjson.Result) bool {
+		i := len(items)
+		it := listing{pos: fmt.Sprintf("offers[%d]", i)}
+		it.offer, it.ref, it.reason = parseOffer(o, searchType, market, now, cfg)
+		if it.ref != "" {
+			groups[it.ref] = append(groups[it.ref], i)
+		} else {
+			it.ref = it.pos
+		}
+		items = append(items, it)
+		return true
+	})
+
+	// Second pass: the duplicate rule, in wire order.
 	var (
 		offers  []sluice.Offer
 		dropped []sluice.DroppedOffer
-		seen    = map[string]bool{}
-		i       = -1
 	)
-	list.ForEach(func(_, o gjson.Result) bool {
-		i++
-		offer, ref, reason := parseOffer(o, searchType, market, now, cfg)
-		if ref == "" {
-			ref = fmt.Sprintf("offers[%d]", i)
+	drop := func(ref, reason string) {
+		dropped = append(dropped, sluice.DroppedOffer{Provider: Provider, Ref: ref, Reason: reason})
+	}
+	for i, it := range items {
+		if it.reason != "" {
+			drop(it.ref, it.reason)
+			continue
 		}
-		if reason != "" {
-			dropped = append(dropped, sluice.DroppedOffer{Provider: Provider, Ref: ref, Reason: reason})
-			return true
+		g := groups[it.ref]
+		if len(g) == 1 {
+			offers = append(offers, it.offer)
+			continue
 		}
-		if seen[offer.ID] {
-			return true
+		contradiction := ""
+		for _, j := range g {
+			if j == i {
+				continue
+			}
+			if d := listingDiff(it, items[j]); d != "" {
+				contradiction = fmt.Sprintf("duplicate: %s at %s contradicts %s (%s): all %d listings dropped",
+					it.ref, it.pos, items[j].pos, d, len(g))
+				break
+			}
 		}
-		seen[offer.ID] = true
-		offers = append(offers, offer)
-		return true
-	})
+		switch {
+		case contradiction != "":
+			drop(it.ref, contradiction)
+		case g[0] == i:
+			offers = append(offers, it.offer)
+		default:
+			drop(it.ref, fmt.Sprintf("duplicate: %s already seen in this response (%s repeats %s)", it.ref, it.pos, items[g[0]].pos))
+		}
+	}
 	return offers, dropped, nil
+}
+
+// listing is one entry of the offers list and what it gave on its own: an
+// offer, or a reason to drop it.
+type listing struct {
+	pos    string // offers[i]
+	ref    string // the offer id, or pos when the entry has no usable id
+	offer  sluice.Offer
+	reason string
+}
+
+// listingDiff describes the first difference between two listings of the same
+// ask (values of a first), or returns "" when they give the same offer. a is usable.
+func listingDiff(a, b listing) string {
+	if b.reason != "" {
+		return b.pos + " unusable: " + b.reason
+	}
+	x, y := a.offer, b.offer
+	field := "dph_total"
+	if x.Market == sluice.Spot {
+		field = "min_bid"
+	}
+	switch {
+	case !x.UnitPrice.Amount.Equal(y.UnitPrice.Amount):
+		return fmt.Sprintf("%s %s vs %s", field, x.RawPrice, y.RawPrice)
+	case x.GPUsPerUnit != y.GPUsPerUnit:
+		return fmt.Sprintf("num_gpus %d vs %d", x.GPUsPerUnit, y.GPUsPerUnit)
+	case x.GPUModel != y.GPUModel:
+		return fmt.Sprintf("gpu_ram gives %s vs %s", x.GPUModel, y.GPUModel)
+	case x.Region != y.Region || x.City != y.City:
+		return fmt.Sprintf("geolocation gives %s/%s vs %s/%s", x.Region, x.City, y.Region, y.City)
+	case x.UnitsAvailable != y.UnitsAvailable:
+		return fmt.Sprintf("rented/rentable give %d vs %d units", x.UnitsAvailable, y.UnitsAvailable)
+	}
+	return ""
 }
 
 // parseOffer returns the offer, or a non-empty reason to drop it. ref is the ask id when known.
@@ -125,6 +211,9 @@ func parseOffer(o gjson.Result, searchType string, market sluice.Market, now tim
 		return offer, ref, fmt.Sprintf("num_gpus %s: not a positive integer", rawOrMissing(nr))
 	}
 	numGPUs, _ := strconv.Atoi(nr.Raw)
+	if numGPUs > MaxGPUs {
+		return offer, ref, fmt.Sprintf("num_gpus %d: out of range 1..%d", numGPUs, MaxGPUs)
+	}
 
 	name := o.Get("gpu_name")
 	if name.Type != gjson.String || !slices.Contains(cfg.GPUNames, name.String()) {
@@ -199,12 +288,14 @@ func gpuModel(r gjson.Result) (model, reason string) {
 		return "", fmt.Sprintf("gpu_ram %q: %v", r.Raw, err)
 	case !present:
 		return "", missing("gpu_ram", r)
-	case d.Cmp(ram80Min) >= 0:
+	case d.Cmp(ramMin) < 0 || d.Cmp(ramMax) > 0:
+		return "", fmt.Sprintf("gpu_ram %s: out of range %s..%s MB per GPU", r.Raw, ramMin, ramMax)
+	case d.Cmp(ram80Min) >= 0 && d.Cmp(ram80Max) <= 0:
 		return "A100-80GB", ""
 	case d.Cmp(ram40Min) >= 0 && d.Cmp(ram40Max) <= 0:
 		return "A100-40GB", ""
 	}
-	return "", fmt.Sprintf("gpu_ram %s: not an A100 size (MB per GPU: ≥ 70000 for 80GB, 30000–50000 for 40GB)", r.Raw)
+	return "", fmt.Sprintf("gpu_ram %s: not an A100 size (MB per GPU: %s–%s for 80GB, %s–%s for 40GB)", r.Raw, ram80Min, ram80Max, ram40Min, ram40Max)
 }
 
 // splitGeolocation splits Vast's "City, CC" into city and upper-case country

@@ -18,6 +18,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -59,7 +60,8 @@ type Config struct {
 	BaseURL string
 	// APIKey is sent as "Authorization: Bearer <key>".
 	APIKey string
-	// Types are the search types run concurrently: "ondemand" and/or "bid".
+	// Types are the search types run concurrently: "ondemand" and/or "bid"
+	// (each once, however often it is listed).
 	Types []string
 	// GPUNames is the gpu_name "in" filter; offers with another gpu_name are dropped.
 	GPUNames []string
@@ -80,6 +82,15 @@ func (c Config) withDefaults() Config {
 	if len(c.Types) == 0 {
 		c.Types = DefaultTypes
 	}
+	// A type configured twice is searched once: its offers would otherwise
+	// all come back twice.
+	var types []string
+	for _, t := range c.Types {
+		if !slices.Contains(types, t) {
+			types = append(types, t)
+		}
+	}
+	c.Types = types
 	if len(c.GPUNames) == 0 {
 		c.GPUNames = DefaultGPUNames
 	}
@@ -160,9 +171,11 @@ func SearchBody(searchType string, cfg Config) []byte {
 }
 
 // Offers runs one search per configured type, concurrently, and returns the
-// offers of all of them (in Types order). If a search fails, the offers of the
-// searches that worked are still returned, with the failures joined into err
-// (errors.As finds a *ThrottledError).
+// offers of all of them (in Types order). If a search fails, the offers and
+// drops of the searches that worked are still returned, with the failures
+// joined into err (errors.As finds a *ThrottledError): a 429 on the bid search
+// does not cost the on-demand offers. A caller must therefore use the offers
+// returned alongside a non-nil err.
 func (c *Client) Offers(ctx context.Context) ([]sluice.Offer, []sluice.DroppedOffer, error) {
 	type result struct {
 		offers  []sluice.Offer

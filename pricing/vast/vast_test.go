@@ -198,14 +198,16 @@ func TestParseBundles(t *testing.T) {
 				offer(2, map[string]string{"gpu_ram": "40960", "num_gpus": "4", "dph_total": "3.09", "geolocation": `"Oregon, US, NA"`}),
 				offer(3, map[string]string{"gpu_ram": "24576"}),
 				offer(4, map[string]string{"gpu_ram": "-"}),
+				offer(5, map[string]string{"gpu_ram": "61440"}),
 			),
 			want: []string{
 				good,
 				"vast:2:ondemand | sku=2 A100-40GB x4 | US/Oregon | on-demand | 3.09 USD | min_bid - | raw 3.09/offer-hour | units 1",
 			},
 			dropped: []string{
-				`vast:3:ondemand: gpu_ram 24576: not an A100 size (MB per GPU: ≥ 70000 for 80GB, 30000–50000 for 40GB)`,
+				`vast:3:ondemand: gpu_ram 24576: out of range 30000..200000 MB per GPU`,
 				`vast:4:ondemand: gpu_ram: missing`,
+				`vast:5:ondemand: gpu_ram 61440: not an A100 size (MB per GPU: 70000–90000 for 80GB, 30000–50000 for 40GB)`,
 			},
 		},
 		{
@@ -247,14 +249,15 @@ func TestParseBundles(t *testing.T) {
 			},
 		},
 		{
-			name: "bad id and num_gpus; repeats ignored",
+			name: "bad id and num_gpus; an identical repeat is reported",
 			typ:  "ondemand",
-			body: bundles(`"x"`, offer(1, nil), strings.Replace(offer(0, nil), `"id":0`, `"id":"7"`, 1), offer(2, map[string]string{"num_gpus": "0"}), offer(1, map[string]string{"dph_total": "9"})),
+			body: bundles(`"x"`, offer(1, nil), strings.Replace(offer(0, nil), `"id":0`, `"id":"7"`, 1), offer(2, map[string]string{"num_gpus": "0"}), offer(1, nil)),
 			want: []string{good},
 			dropped: []string{
 				`offers[0]: offer "x": not an object`,
 				`offers[2]: id "7": not an ask id (non-negative integer)`,
 				`vast:2:ondemand: num_gpus 0: not a positive integer`,
+				`vast:1:ondemand: duplicate: vast:1:ondemand already seen in this response (offers[4] repeats offers[1])`,
 			},
 		},
 		{
@@ -400,12 +403,21 @@ func FuzzParseBundles(f *testing.F) {
 	}
 	f.Add(bundles(offer(1, map[string]string{"dph_total": "-1"}), `null`, `[]`), "ondemand")
 	f.Add(bundles(offer(1, map[string]string{"min_bid": "1e-40", "geolocation": `"a, b, c, d"`})), "bid")
+	f.Add(bundles(offer(1, nil), offer(1, map[string]string{"dph_total": "9"}), offer(1, nil), offer(2, map[string]string{"num_gpus": "9999"})), "ondemand")
 	f.Fuzz(func(t *testing.T, b []byte, typ string) {
 		offers, dropped, err := vast.ParseBundles(b, typ, now, vast.Config{})
 		if err != nil && (len(offers) > 0 || len(dropped) > 0) {
 			t.Fatalf("error %v with %d offers", err, len(offers))
 		}
+		ids := map[string]bool{}
 		for _, o := range offers {
+			if ids[o.ID] {
+				t.Fatalf("offer id %s twice", o.ID)
+			}
+			ids[o.ID] = true
+			if o.GPUsPerUnit > vast.MaxGPUs {
+				t.Fatalf("%s: %d GPUs", o.ID, o.GPUsPerUnit)
+			}
 			if o.UnitPrice.Amount.IsNegative() || o.UnitPrice.Zero() || o.UnitPrice.Currency != "USD" {
 				t.Fatalf("%s: price %s", o.ID, o.UnitPrice)
 			}
