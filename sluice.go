@@ -288,11 +288,13 @@ type DroppedOffer struct {
 
 // SourceReport is how one quote source fared in one collection.
 type SourceReport struct {
-	Provider  string         `json:"provider"`
-	Offers    int            `json:"offers"`
-	Dropped   []DroppedOffer `json:"dropped,omitempty"`
-	Error     string         `json:"error,omitempty"`
-	LatencyMS int64          `json:"latency_ms"`
+	Provider string         `json:"provider"`
+	Offers   int            `json:"offers"`
+	Dropped  []DroppedOffer `json:"dropped,omitempty"`
+	Error    string         `json:"error,omitempty"`
+	// ErrorClass is timeout, throttled, auth, bad-response or unavailable.
+	ErrorClass string `json:"error_class,omitempty"`
+	LatencyMS  int64  `json:"latency_ms"`
 }
 
 // PolicyEvaluator decides, for one profile, which offers policy allows.

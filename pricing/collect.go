@@ -89,7 +89,7 @@ func (c *Collector) Collect(ctx context.Context) ([]sluice.Offer, []sluice.Sourc
 				case r := <-done:
 					results[i] = r
 				case <-time.After(grace):
-					results[i] = result{err: fmt.Errorf("%s: no answer within the deadline (%s per source, %s overall)", s.Name(), per, overall)}
+					results[i] = result{err: fmt.Errorf("%s: no answer within the deadline (%s per source, %s overall): %w", s.Name(), per, overall, context.DeadlineExceeded)}
 				}
 			}
 			results[i].latency = now().Sub(start)
@@ -106,7 +106,7 @@ func (c *Collector) Collect(ctx context.Context) ([]sluice.Offer, []sluice.Sourc
 			// The offers a source returns with its error are kept: each is
 			// complete on its own (a failed region or search type loses only
 			// its own offers), and the error is recorded beside them.
-			rep.Error = r.err.Error()
+			rep.Error, rep.ErrorClass = r.err.Error(), Classify(r.err)
 		}
 		seen := map[string]bool{}
 		for _, o := range r.offers {
