@@ -51,6 +51,10 @@ type candidate struct {
 	ranked       bool
 }
 
+// MaxStartDelay is how long after the decision capacity may start and still
+// serve a burst (a capacity block starting days later does not drain today's queue).
+const MaxStartDelay = time.Hour
+
 // rankScale is the least common multiple of 1..16, so cost per slot × rankScale
 // is exact for any unit of up to 16 slots.
 const rankScale = 720720
@@ -211,6 +215,10 @@ func filterOffer(in PlanInput, o Offer, accepted map[string]bool) []Reason {
 	}
 	if o.UnitsAvailable <= 0 {
 		rs = append(rs, Reason{Code: ReasonNoCapacity, Rule: "plan.no_units", Message: "no units available"})
+	}
+	if !o.AvailableFrom.IsZero() && o.AvailableFrom.After(in.Now.Add(MaxStartDelay)) {
+		rs = append(rs, Reason{Code: ReasonNotYetAvailable, Rule: "plan.starts_too_late", Message: fmt.Sprintf(
+			"capacity available from %s, more than %s after the decision", o.AvailableFrom.UTC().Format(time.RFC3339), MaxStartDelay)})
 	}
 	if !o.ExpiresAt.IsZero() && !in.Now.Before(o.ExpiresAt) {
 		rs = append(rs, Reason{Code: ReasonExpired, Rule: "plan.quote_expired", Message: fmt.Sprintf("quote expired at %s", o.ExpiresAt.UTC().Format(time.RFC3339))})

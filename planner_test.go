@@ -137,6 +137,17 @@ func TestMakePlanHandChecked(t *testing.T) {
 			want:   map[string]int{"one": 2, "two": 1}, total: "78.2125168842", covered: 4,
 		},
 		{
+			// A capacity block starting in two days does not serve this burst.
+			name: "capacity block starts too late", slots: 1,
+			offers: []Offer{
+				{ID: "cb", Provider: "aws", SKU: "p4de", Region: "us-east-1", GPUModel: "A100-80GB", GPUsPerUnit: 8, Market: Reserved, TermHours: 4,
+					UnitPrice: MustMoney("1.00", "USD"), UnitsAvailable: 1, AvailableFrom: t0.Add(48 * time.Hour)},
+				offer("od", OnDemand, 4, 1, "11.00", "USD"),
+			},
+			want: map[string]int{"od": 1}, total: "44", covered: 1,
+			reasons: map[string][]string{"cb": {ReasonNotYetAvailable}},
+		},
+		{
 			name: "reservation bills its term", slots: 1,
 			offers: []Offer{
 				{ID: "cb", Provider: "aws", SKU: "p4de", Region: "us-east-1", GPUModel: "A100-80GB", GPUsPerUnit: 8, Market: Reserved, TermHours: 24, UnitPrice: MustMoney("3.00", "USD"), UnitsAvailable: 1},

@@ -172,9 +172,12 @@ type Offer struct {
 	// UnitsAvailable is how many units can be bought now.
 	UnitsAvailable int `json:"units_available"`
 	// TermHours is the fixed term of a reservation (reserved only).
-	TermHours int       `json:"term_hours,omitempty"`
-	FetchedAt time.Time `json:"fetched_at"`
-	ExpiresAt time.Time `json:"expires_at"`
+	TermHours int `json:"term_hours,omitempty"`
+	// AvailableFrom is when the capacity can first be used (a capacity block's
+	// start date); zero means now.
+	AvailableFrom time.Time `json:"available_from,omitzero"`
+	FetchedAt     time.Time `json:"fetched_at"`
+	ExpiresAt     time.Time `json:"expires_at"`
 	// Source names where the offer came from (API operation and endpoint).
 	Source string `json:"source"`
 }
@@ -206,12 +209,13 @@ const (
 	ReasonResidency        = "residency"
 	ReasonInterruptibility = "interruptibility"
 	ReasonBudgetTier       = "budget-tier"
-	ReasonGPUModel         = "gpu-model"      // GPU model not accepted by the profile
-	ReasonUnitTooSmall     = "unit-too-small" // fewer GPUs per unit than a slot needs
-	ReasonNoCapacity       = "no-capacity"    // zero units available
-	ReasonExpired          = "expired"        // quote older than its expiry
-	ReasonPrice            = "price"          // above the price ceiling
-	ReasonFX               = "fx"             // no FX rate to the billing currency
+	ReasonGPUModel         = "gpu-model"         // GPU model not accepted by the profile
+	ReasonUnitTooSmall     = "unit-too-small"    // fewer GPUs per unit than a slot needs
+	ReasonNoCapacity       = "no-capacity"       // zero units available
+	ReasonExpired          = "expired"           // quote older than its expiry
+	ReasonNotYetAvailable  = "not-yet-available" // capacity starts too late for a burst
+	ReasonPrice            = "price"             // above the price ceiling
+	ReasonFX               = "fx"                // no FX rate to the billing currency
 	ReasonSpotNotCheaper   = "spot-not-cheaper"
 	ReasonImplausible      = "implausible" // GPUs per unit or price outside what any real offer has
 	ReasonBudget           = "budget"      // tier headroom too small

@@ -8,10 +8,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net/http"
 	"os"
 	"runtime/debug"
+	"slices"
 	"time"
+
+	"github.com/shopspring/decimal"
 
 	"github.com/sluicehq/sluice"
 	"github.com/sluicehq/sluice/brokers/sandbox"
@@ -20,10 +24,13 @@ import (
 	"github.com/sluicehq/sluice/policy"
 	"github.com/sluicehq/sluice/pricing"
 	"github.com/sluicehq/sluice/pricing/aliyun"
+	"github.com/sluicehq/sluice/pricing/autodl"
 	"github.com/sluicehq/sluice/pricing/ec2"
+	ecbfx "github.com/sluicehq/sluice/pricing/fx"
 	"github.com/sluicehq/sluice/pricing/replay"
 	"github.com/sluicehq/sluice/pricing/runpod"
 	"github.com/sluicehq/sluice/pricing/vast"
+	"github.com/sluicehq/sluice/secrets"
 )
 
 // Options say where things are. ConfigPath and LedgerPath are required.
@@ -39,6 +46,13 @@ type Options struct {
 	Clock sluice.Clock
 	// Getenv reads credentials (default os.Getenv).
 	Getenv func(string) string
+	// Secrets, when set and not replaying, resolves the credential names the
+	// config gives (credential_env, secret_env) once at Open; Getenv then
+	// reads the resolved values. Lambda: secrets.Chain{secrets.Env{}, sm}.
+	Secrets secrets.Resolver
+	// FXURL is where live rates are read when not replaying: "" = the ECB
+	// daily reference rates (ecbfx.URL), "off" = the config's rates only.
+	FXURL string
 	// CodeVersion defaults to the build's VCS revision, or "dev".
 	CodeVersion string
 }
@@ -71,6 +85,20 @@ func Open(ctx context.Context, o Options) (*App, error) {
 	if o.CodeVersion == "" {
 		o.CodeVersion = CodeVersion()
 	}
+	if o.ReplayDir == "" {
+		if o.Secrets != nil {
+			vals, err := secrets.Resolve(ctx, o.Secrets, credentialNames(cfg)...)
+			if err != nil {
+				// A missing credential fails its own source (reported, class
+				// auth) at quote time, never the whole decision.
+				slog.Warn("resolving provider credentials", "error", err)
+			}
+			o.Getenv = vals.Getenv
+		}
+		live := *cfg // the caller's Config is not modified
+		live.FX = LiveFX(ctx, cfg.FX, o.FXURL, o.Clock.Now())
+		cfg = &live
+	}
 	a := &App{Config: cfg}
 	if a.Policy, err = policy.New(ctx); err != nil {
 		return nil, fmt.Errorf("preparing policy: %w", err)
@@ -87,12 +115,8 @@ func Open(ctx context.Context, o Options) (*App, error) {
 	a.Broker = &sandbox.Broker{Now: o.Clock.Now}
 	a.Burst = &sluice.Burst{
 		Profiles: cfg.Profile,
-		Quotes: &pricing.Collector{
-			Sources:        a.sources(ctx, o),
-			SourceTimeout:  cfg.Quotes.SourceTimeout,
-			OverallTimeout: cfg.Quotes.OverallTimeout,
-		},
-		Policy: a.Policy, Ledger: a.Ledger, Broker: a.Broker, Clock: o.Clock,
+		Quotes:   a.collector(ctx, o),
+		Policy:   a.Policy, Ledger: a.Ledger, Broker: a.Broker, Clock: o.Clock,
 		BillingCurrency: cfg.BillingCurrency, FX: cfg.FX, InterruptionsPerHour: cfg.InterruptionsPerHour,
 		Budgets: cfg.Budgets, MinPricePerGPUHour: cfg.Quotes.MinPricePerGPUHour, CodeVersion: o.CodeVersion,
 	}
@@ -109,6 +133,27 @@ func (a *App) Close() {
 	}
 }
 
+// collector is the quote fan-out of a decision: every enabled source, the
+// configured deadlines, and the offer hygiene (sanity band, max age, known
+// currencies and GPU models) applied before policy sees an offer.
+func (a *App) collector(ctx context.Context, o Options) *pricing.Collector {
+	cfg := a.Config
+	return &pricing.Collector{
+		Sources:        a.sources(ctx, o),
+		SourceTimeout:  cfg.Quotes.SourceTimeout,
+		OverallTimeout: cfg.Quotes.OverallTimeout,
+		FX:             cfg.FX,
+		Now:            o.Clock.Now,
+		Hygiene: &pricing.Hygiene{
+			MinPricePerGPUHour: cfg.Quotes.MinPricePerGPUHour,
+			MaxPricePerGPUHour: cfg.Quotes.MaxPricePerGPUHour,
+			MaxAge:             cfg.Quotes.TTL,
+			KnownCurrencies:    pricing.Currencies(cfg.FX, cfg.BillingCurrency),
+			KnownGPUModels:     config.GPUModels,
+		},
+	}
+}
+
 // sources builds one quote source per enabled provider, in a fixed order.
 // In replay mode every client points at its loopback server; a provider with
 // no recordings gets a source that fails (it never reaches the internet).
@@ -116,6 +161,10 @@ func (a *App) sources(ctx context.Context, o Options) []sluice.QuoteSource {
 	cfg := a.Config
 	now := o.Clock.Now
 	client := &http.Client{Timeout: cfg.Quotes.SourceTimeout}
+	// Read-only quote searches whose auth can be re-sent (API keys) retry 429
+	// and 5xx inside the source deadline. Not Alibaba (a signed request's nonce
+	// is single-use), not AWS (the SDK retries and re-signs), never a broker.
+	retrying := &http.Client{Timeout: cfg.Quotes.SourceTimeout, Transport: &pricing.RetryTransport{}}
 	endpoint := func(name, path string) (string, bool) {
 		if a.Replay == nil {
 			return cfg.Providers[name].Endpoint, true
@@ -147,14 +196,14 @@ func (a *App) sources(ctx context.Context, o Options) []sluice.QuoteSource {
 				break
 			}
 			src = runpod.New(runpod.Config{BaseURL: u, APIKey: cred(p.CredentialEnv), MaxUnits: p.MaxUnits,
-				TTL: cfg.Quotes.TTL, HTTPClient: client, Now: now})
+				TTL: cfg.Quotes.TTL, HTTPClient: retrying, Now: now})
 		case "vast":
 			u, ok := endpoint(name, "")
 			if !ok {
 				src = missing(name, o.ReplayDir)
 				break
 			}
-			src = vast.New(vast.Config{BaseURL: u, APIKey: cred(p.CredentialEnv), TTL: cfg.Quotes.TTL, HTTPClient: client, Now: now})
+			src = vast.New(vast.Config{BaseURL: u, APIKey: cred(p.CredentialEnv), TTL: cfg.Quotes.TTL, HTTPClient: retrying, Now: now})
 		case "aliyun":
 			u, ok := endpoint(name, "")
 			if !ok {
@@ -185,6 +234,25 @@ func (a *App) sources(ctx context.Context, o Options) []sluice.QuoteSource {
 				break
 			}
 			src = client
+		case "autodl":
+			u, ok := endpoint(name, "")
+			if !ok {
+				src = missing(name, o.ReplayDir)
+				break
+			}
+			c := autodl.Config{BaseURL: u, Token: cred(p.CredentialEnv), Regions: p.Regions, GPUNames: p.GPUNames,
+				TTL: cfg.Quotes.TTL, HTTPClient: retrying, Now: now}
+			if pl := p.PriceList; pl != nil {
+				c.PriceList = autodl.PriceList{AsOf: pl.AsOf, Source: pl.Source}
+				for _, lp := range pl.Prices {
+					c.PriceList.Prices = append(c.PriceList.Prices, autodl.Price{GPUName: lp.GPUName, GPUModel: lp.GPUModel, PerGPUHour: lp.PerGPUHour})
+				}
+			}
+			if err := c.PriceList.Validate(); err != nil {
+				src = failing{name, fmt.Errorf("autodl: providers.autodl.price_list: %w", err)}
+				break
+			}
+			src = autodl.New(c)
 		}
 		out = append(out, src)
 	}
@@ -220,3 +288,66 @@ func CodeVersion() string {
 // IsBadInput reports whether err is the caller's fault (bad config or an
 // unknown queue): the CLI exits 2 for it.
 func IsBadInput(err error) bool { return errors.Is(err, config.ErrBadConfig) }
+
+// credentialNames are the credential variables of the enabled providers.
+func credentialNames(cfg *config.Config) []string {
+	var names []string
+	for _, name := range config.Providers {
+		if p, ok := cfg.Providers[name]; ok && p.Enabled {
+			names = append(names, p.CredentialEnv, p.SecretEnv) // "" is skipped by Resolve
+		}
+	}
+	return names
+}
+
+// Live FX limits: a live rate replaces the config's only when it is recent
+// (the ECB publishes on TARGET business days; a week covers holidays) and
+// within MaxFXDrift of the config's rate (a larger move is more likely a
+// source or parsing fault than a market move, and needs a person).
+var (
+	MaxFXDrift = decimal.RequireFromString("0.10")
+	MaxFXAge   = 7 * 24 * time.Hour
+)
+
+// LiveFX returns table with its USD/CNY rate replaced by the ECB's cross
+// rate read from url ("" = ecbfx.URL; "off" = no fetch), or table unchanged
+// (with a warning) when the fetch fails, the rate is stale, or it moved more
+// than MaxFXDrift. The rate used is stored with each decision with its source
+// and date, as the config's would be.
+func LiveFX(ctx context.Context, table sluice.FXTable, url string, now time.Time) sluice.FXTable {
+	if url == "off" {
+		return table
+	}
+	if url == "" {
+		url = ecbfx.URL
+	}
+	fctx, cancel := context.WithTimeout(ctx, 3*time.Second)
+	defer cancel()
+	live, err := ecbfx.Fetch(fctx, nil, url)
+	if err != nil {
+		slog.Warn("live FX refresh failed; using the config's rates", "error", err)
+		return table
+	}
+	if now.Sub(live.AsOf) > MaxFXAge {
+		slog.Warn("live FX rate is stale; using the config's rates", "as_of", live.AsOf.Format(time.DateOnly))
+		return table
+	}
+	out := slices.Clone(table)
+	for i, r := range out {
+		ref := r.Rate
+		switch {
+		case r.Base == live.Base && r.Quote == live.Quote:
+		case r.Base == live.Quote && r.Quote == live.Base:
+			ref = decimal.NewFromInt(1).DivRound(r.Rate, sluice.FXScale)
+		default:
+			continue
+		}
+		if drift := live.Rate.Sub(ref).Abs().Div(ref); drift.GreaterThan(MaxFXDrift) {
+			slog.Warn("live FX rate moved too far from the config's; using the config's", "live", live.Rate.String(), "config", ref.String())
+			return table
+		}
+		out[i] = live
+		return out
+	}
+	return append(out, live)
+}

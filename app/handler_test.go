@@ -29,7 +29,7 @@ func TestHandleDecidesAndIsIdempotent(t *testing.T) {
 		t.Fatalf("%+v %v", first, err)
 	}
 	d := first.Decisions[0]
-	if d.Queue != "finetune-nockpt" || d.Outcome != "placed" || d.TotalExpectedCost != "59.04 USD" || d.Replayed {
+	if d.Queue != "finetune-nockpt" || d.Outcome != "placed" || d.TotalExpectedCost != "33.8361098604 USD" || d.Replayed {
 		t.Fatalf("first: %+v", d)
 	}
 	second, err := a.Handle(context.Background(), raw)

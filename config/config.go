@@ -52,6 +52,10 @@ type Quotes struct {
 	// MinPricePerGPUHour is the price floor below which an offer is not
 	// believed (default 0.01 in the billing currency).
 	MinPricePerGPUHour sluice.Money
+	// MaxPricePerGPUHour is the sanity ceiling above which an offer is not
+	// believed (a CNY price labelled USD, a per-instance price read as per GPU;
+	// default 8 USD when billing in USD, else required).
+	MaxPricePerGPUHour sluice.Money
 }
 
 // Provider is one quote source's settings.
@@ -65,9 +69,28 @@ type Provider struct {
 	SecretEnv string
 	// MaxUnits is the units assumed available per offer where the API gives no count.
 	MaxUnits int
-	// Regions and InstanceTypes narrow region-based providers (Alibaba).
+	// Regions and InstanceTypes narrow region-based providers (AWS, Alibaba, AutoDL).
 	Regions       []string
 	InstanceTypes []string
+	// GPUNames are the provider's own GPU names to ask for (AutoDL).
+	GPUNames []string
+	// PriceList is a dated list of prices for a provider that publishes no
+	// price API (AutoDL): the offers say their price comes from it.
+	PriceList *PriceList
+}
+
+// PriceList is a dated price list from config.
+type PriceList struct {
+	AsOf   time.Time
+	Source string
+	Prices []ListPrice
+}
+
+// ListPrice is one GPU's list price per GPU-hour.
+type ListPrice struct {
+	GPUName    string       // the provider's name, e.g. "A100-SXM4-80GB"
+	GPUModel   string       // canonical, e.g. "A100-80GB"
+	PerGPUHour sluice.Money // e.g. 6.68 CNY per GPU-hour
 }
 
 type fileConfig struct {
@@ -84,6 +107,7 @@ type fileConfig struct {
 		OverallTimeout     string    `yaml:"overall_timeout"`
 		TTL                string    `yaml:"ttl"`
 		MinPricePerGPUHour moneyYAML `yaml:"min_price_per_gpu_hour"`
+		MaxPricePerGPUHour moneyYAML `yaml:"max_price_per_gpu_hour"`
 	} `yaml:"quotes"`
 	Budgets              map[string]string `yaml:"budgets"`
 	InterruptionsPerHour map[string]string `yaml:"interruptions_per_hour"`
@@ -95,6 +119,16 @@ type fileConfig struct {
 		MaxUnits      strictInt  `yaml:"max_units"`
 		Regions       []string   `yaml:"regions"`
 		InstanceTypes []string   `yaml:"instance_types"`
+		GPUNames      []string   `yaml:"gpu_names"`
+		PriceList     *struct {
+			AsOf   string `yaml:"as_of"`
+			Source string `yaml:"source"`
+			Prices []struct {
+				GPUName    string    `yaml:"gpu_name"`
+				GPUModel   string    `yaml:"gpu_model"`
+				PerGPUHour moneyYAML `yaml:"per_gpu_hour"`
+			} `yaml:"prices"`
+		} `yaml:"price_list"`
 	} `yaml:"providers"`
 	Queues []struct {
 		Queue                     string     `yaml:"queue"`
@@ -130,7 +164,7 @@ const (
 )
 
 // Providers are the quote sources this build knows.
-var Providers = []string{"aws", "runpod", "vast", "aliyun"}
+var Providers = []string{"aws", "runpod", "vast", "aliyun", "autodl"}
 
 // GPUModels are the canonical GPU model names offers are normalised to.
 var GPUModels = []string{"A100-80GB", "A100-40GB"}
@@ -213,6 +247,27 @@ func Parse(b []byte, name string) (*Config, error) {
 			return nil, bad("quotes.min_price_per_gpu_hour", "%v", err)
 		}
 	}
+	if mp := f.Quotes.MaxPricePerGPUHour; mp.set() {
+		if c.Quotes.MaxPricePerGPUHour, err = mp.money(); err != nil {
+			return nil, bad("quotes.max_price_per_gpu_hour", "%v", err)
+		}
+	} else if c.BillingCurrency == "USD" {
+		c.Quotes.MaxPricePerGPUHour = sluice.Money{Amount: decimal.NewFromInt(8), Currency: "USD"}
+	} else {
+		return nil, bad("quotes.max_price_per_gpu_hour", "required when billing in %s (the default band is in USD)", c.BillingCurrency)
+	}
+	for _, b := range []struct {
+		field string
+		m     sluice.Money
+	}{{"quotes.min_price_per_gpu_hour", c.Quotes.MinPricePerGPUHour}, {"quotes.max_price_per_gpu_hour", c.Quotes.MaxPricePerGPUHour}} {
+		if _, _, err := c.FX.Convert(b.m, c.BillingCurrency); err != nil {
+			return nil, bad(b.field, "currency %s: %v (add an fx entry)", b.m.Currency, err)
+		}
+	}
+	if c.Quotes.MinPricePerGPUHour.Currency == c.Quotes.MaxPricePerGPUHour.Currency &&
+		c.Quotes.MinPricePerGPUHour.Cmp(c.Quotes.MaxPricePerGPUHour) >= 0 {
+		return nil, bad("quotes.min_price_per_gpu_hour", "%s is not below max_price_per_gpu_hour %s", c.Quotes.MinPricePerGPUHour, c.Quotes.MaxPricePerGPUHour)
+	}
 	for tier, amount := range f.Budgets {
 		if !tiers[tier] {
 			return nil, bad("budgets."+tier, "unknown tier (want base, elastic or emergency)")
@@ -240,8 +295,35 @@ func Parse(b []byte, name string) (*Config, error) {
 		if p.MaxUnits < 0 || p.MaxUnits > maxUnits {
 			return nil, bad("providers."+name+".max_units", "%d: want 0..%d", p.MaxUnits, maxUnits)
 		}
-		c.Providers[name] = Provider{Enabled: bool(p.Enabled), Endpoint: p.Endpoint, CredentialEnv: p.CredentialEnv,
-			SecretEnv: p.SecretEnv, MaxUnits: int(p.MaxUnits), Regions: p.Regions, InstanceTypes: p.InstanceTypes}
+		prov := Provider{Enabled: bool(p.Enabled), Endpoint: p.Endpoint, CredentialEnv: p.CredentialEnv,
+			SecretEnv: p.SecretEnv, MaxUnits: int(p.MaxUnits), Regions: p.Regions, InstanceTypes: p.InstanceTypes,
+			GPUNames: p.GPUNames}
+		if pl := p.PriceList; pl != nil {
+			field := "providers." + name + ".price_list"
+			asOf, err := time.Parse(time.DateOnly, pl.AsOf)
+			if err != nil {
+				return nil, bad(field+".as_of", "%q: want YYYY-MM-DD", pl.AsOf)
+			}
+			if pl.Source == "" {
+				return nil, bad(field+".source", "empty: a price list needs its source")
+			}
+			if len(pl.Prices) == 0 {
+				return nil, bad(field+".prices", "empty")
+			}
+			prov.PriceList = &PriceList{AsOf: asOf, Source: pl.Source}
+			for i, lp := range pl.Prices {
+				f := fmt.Sprintf("%s.prices[%d]", field, i)
+				if lp.GPUName == "" || !slices.Contains(GPUModels, lp.GPUModel) {
+					return nil, bad(f, "gpu_name %q / gpu_model %q: want a name and one of %s", lp.GPUName, lp.GPUModel, strings.Join(GPUModels, ", "))
+				}
+				m, err := lp.PerGPUHour.money()
+				if err != nil {
+					return nil, bad(f+".per_gpu_hour", "%v", err)
+				}
+				prov.PriceList.Prices = append(prov.PriceList.Prices, ListPrice{lp.GPUName, lp.GPUModel, m})
+			}
+		}
+		c.Providers[name] = prov
 	}
 	for i, q := range f.Queues {
 		field := fmt.Sprintf("queues[%d]", i)

@@ -28,10 +28,10 @@ func TestLoadExample(t *testing.T) {
 	if c.Quotes.SourceTimeout.String() != "2s" || c.Quotes.OverallTimeout.String() != "3s" {
 		t.Fatalf("quotes %+v", c.Quotes)
 	}
-	if c.Quotes.MinPricePerGPUHour.String() != "0.05 USD" {
+	if c.Quotes.MinPricePerGPUHour.String() != "0.3 USD" || c.Quotes.MaxPricePerGPUHour.String() != "8 USD" {
 		t.Fatalf("price floor %s", c.Quotes.MinPricePerGPUHour)
 	}
-	if d, err := Parse([]byte("billing_currency: CNY\n"), "min.yaml"); err != nil || d.Quotes.MinPricePerGPUHour.String() != "0.01 CNY" {
+	if d, err := Parse([]byte("billing_currency: USD\n"), "min.yaml"); err != nil || d.Quotes.MinPricePerGPUHour.String() != "0.01 USD" || d.Quotes.MaxPricePerGPUHour.String() != "8 USD" {
 		t.Fatalf("default price floor: %v %v", d, err)
 	}
 	if _, err := c.Profile("nope"); !errors.Is(err, ErrBadConfig) || !strings.Contains(err.Error(), `"nope"`) || !strings.Contains(err.Error(), "sluice.yaml") {
@@ -76,6 +76,8 @@ func TestParseErrorsNameTheField(t *testing.T) {
 		{base + "fx: [{base: USD, quote: CNY, rate: \"1e-400\", as_of: 2026-11-27, source: x}]\n", "fx[0].rate"},
 		{base + "quotes: {source_timeout: 5s, overall_timeout: 3s}\n", "quotes.source_timeout"},
 		{base + "quotes: {min_price_per_gpu_hour: {amount: \"-1\", currency: USD}}\n", "quotes.min_price_per_gpu_hour"},
+		{base + "quotes: {min_price_per_gpu_hour: {amount: \"9\", currency: USD}}\n", "quotes.min_price_per_gpu_hour"},
+		{"billing_currency: CNY\n", "quotes.max_price_per_gpu_hour"},
 	}
 	for _, tc := range tests {
 		y := strings.Replace(tc.yaml, "%s", "", 1)

@@ -25,19 +25,29 @@ const grace = 50 * time.Millisecond
 
 // Collector fetches from all sources concurrently, each under its own
 // deadline, all under an overall deadline. A source that fails or times out is
-// reported, never fatal: the decision goes on with the others.
+// reported, never fatal: the decision goes on with the others. With Hygiene
+// set, every offer is sanity-checked before it is returned (see Hygiene).
 type Collector struct {
 	Sources        []sluice.QuoteSource
 	SourceTimeout  time.Duration // per source (default 2s)
 	OverallTimeout time.Duration // whole fan-out (default 3s)
-	// Now is the clock for latency measurement (default time.Now).
+	// Hygiene, when set, is applied to every source's offers; an offer that
+	// breaks a rule is dropped into that source's report. Nil: no checks.
+	Hygiene *Hygiene
+	// FX converts offer prices to the currency of the Hygiene band (the
+	// decision's FX table).
+	FX sluice.FXTable
+	// Now is the decision clock offers' FetchedAt is checked against (default
+	// time.Now); the sources should stamp offers with the same clock.
+	// Latency is always measured on the real (monotonic) clock.
 	Now func() time.Time
 }
 
 // Collect returns the offers of every source that answered in time (also
 // those a failing source returned beside its error), sorted by (provider,
-// offer id), and one report per source in the order of Sources. Offers with a
-// duplicate id within a source are dropped with a reason.
+// offer id), and one report per source in the order of Sources. Offers that
+// fail Hygiene, then offers with a duplicate id within a source, are dropped
+// into the source's report with a reason.
 func (c *Collector) Collect(ctx context.Context) ([]sluice.Offer, []sluice.SourceReport) {
 	per, overall := c.SourceTimeout, c.OverallTimeout
 	if per <= 0 {
@@ -45,10 +55,6 @@ func (c *Collector) Collect(ctx context.Context) ([]sluice.Offer, []sluice.Sourc
 	}
 	if overall <= 0 {
 		overall = 3 * time.Second
-	}
-	now := c.Now
-	if now == nil {
-		now = time.Now
 	}
 	ctx, cancel := context.WithTimeout(ctx, overall)
 	defer cancel()
@@ -67,7 +73,7 @@ func (c *Collector) Collect(ctx context.Context) ([]sluice.Offer, []sluice.Sourc
 			defer wg.Done()
 			sctx, scancel := context.WithTimeout(ctx, per)
 			defer scancel()
-			start := now()
+			start := time.Now()
 			done := make(chan result, 1)
 			go func() {
 				defer func() {
@@ -92,11 +98,15 @@ func (c *Collector) Collect(ctx context.Context) ([]sluice.Offer, []sluice.Sourc
 					results[i] = result{err: fmt.Errorf("%s: no answer within the deadline (%s per source, %s overall): %w", s.Name(), per, overall, context.DeadlineExceeded)}
 				}
 			}
-			results[i].latency = now().Sub(start)
+			results[i].latency = time.Since(start)
 		}()
 	}
 	wg.Wait()
 
+	now := time.Now()
+	if c.Now != nil {
+		now = c.Now()
+	}
 	var offers []sluice.Offer
 	reports := make([]sluice.SourceReport, len(c.Sources))
 	for i, s := range c.Sources {
@@ -109,7 +119,13 @@ func (c *Collector) Collect(ctx context.Context) ([]sluice.Offer, []sluice.Sourc
 			rep.Error, rep.ErrorClass = r.err.Error(), Classify(r.err)
 		}
 		seen := map[string]bool{}
-		for _, o := range r.offers {
+		for j, o := range r.offers {
+			if c.Hygiene != nil {
+				if why := c.Hygiene.Check(o, now, c.FX); len(why) > 0 {
+					rep.Dropped = append(rep.Dropped, sluice.DroppedOffer{Provider: s.Name(), Ref: offerRef(o, j), Reason: strings.Join(why, "; ")})
+					continue
+				}
+			}
 			if seen[o.ID] {
 				rep.Dropped = append(rep.Dropped, sluice.DroppedOffer{Provider: s.Name(), Ref: o.ID, Reason: "duplicate offer id"})
 				continue

@@ -63,7 +63,8 @@ func burst(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 			return 2
 		}
 	}
-	a, err := app.Open(ctx, app.Options{Config: cfg, ReplayDir: *replayDir, LedgerPath: *ledgerPath, Clock: clock})
+	a, err := app.Open(ctx, app.Options{Config: cfg, ReplayDir: *replayDir, LedgerPath: *ledgerPath, Clock: clock,
+		FXURL: os.Getenv("SLUICE_FX_URL")})
 	if err != nil {
 		fmt.Fprintf(stderr, "sluice burst: %v\n", err)
 		if app.IsBadInput(err) {

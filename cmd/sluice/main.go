@@ -21,6 +21,7 @@ const usage = `usage: sluice <command> [flags]
 
 commands:
   burst   turn a queue-depth alarm into a priced, policy-checked placement decision
+  quotes  fetch every enabled source's offers once and list them (no ledger, nothing placed)
 `
 
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
@@ -31,6 +32,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	switch args[0] {
 	case "burst":
 		return burst(ctx, args[1:], stdout, stderr)
+	case "quotes":
+		return quotes(ctx, args[1:], stdout, stderr)
 	case "-h", "--help", "help":
 		fmt.Fprint(stdout, usage)
 		return 0

@@ -13,7 +13,6 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"io"
 	"net/http"
 	"net/url"
 	"slices"
@@ -24,6 +23,7 @@ import (
 	"github.com/tidwall/gjson"
 
 	"github.com/sluicehq/sluice"
+	"github.com/sluicehq/sluice/pricing"
 )
 
 // ProviderName is the provider name in offers.
@@ -44,8 +44,6 @@ const (
 	maxSpotPages = 100
 	// spotWindow is how far back DescribeSpotPriceHistory looks (StartTime = now − spotWindow).
 	spotWindow = time.Hour
-	// maxBody caps one response body.
-	maxBody = 8 << 20
 )
 
 // DefaultRegions are Beijing (residency zone beijing) and Hangzhou, Shanghai (east-china).
@@ -321,8 +319,11 @@ func (c *Client) fetchSpot(ctx context.Context, region, instanceType string, now
 }
 
 // call sends one signed RPC request (parameters in the query, empty body) and
-// returns the body of a 200 response. A non-200 response is an *APIError when
-// its body is the ECS error JSON, else an error with the status and body start.
+// returns the body of a 200 application/json response of at most
+// pricing.MaxBody bytes. A non-200 response is an *APIError when its body is
+// the ECS error JSON, else a *pricing.HTTPError with the status, its class and
+// the body start; a 200 of another content type or too large is a
+// *pricing.HTTPError of class bad-response.
 func (c *Client) call(ctx context.Context, action, region, instanceType string, params url.Values) ([]byte, error) {
 	endpoint := strings.ReplaceAll(c.cfg.Endpoint, "{region}", region)
 	u, err := url.Parse(endpoint)
@@ -347,16 +348,22 @@ func (c *Client) call(ctx context.Context, action, region, instanceType string, 
 	if err != nil {
 		return nil, fmt.Errorf("aliyun %s %s %s: %w", action, region, instanceType, err)
 	}
-	defer resp.Body.Close()
-	body, err := io.ReadAll(io.LimitReader(resp.Body, maxBody))
-	if err != nil {
-		return nil, fmt.Errorf("aliyun %s %s %s: reading response: %w", action, region, instanceType, err)
-	}
-	if resp.StatusCode != http.StatusOK {
+	// ECS answers application/json (";charset=utf-8"), errors included. A
+	// non-2xx answer is an *APIError when its body is the ECS error JSON, else
+	// ReadBody's *pricing.HTTPError (classed by status).
+	body, err := pricing.ReadBody(resp, ProviderName, action+" "+region+" "+instanceType, "application/json")
+	var he *pricing.HTTPError
+	if errors.As(err, &he) && he.Status != http.StatusOK {
 		if root := gjson.ParseBytes(body); gjson.ValidBytes(body) && root.Get("Code").Exists() {
 			return nil, apiErrorFrom(root, action, region, instanceType, resp.StatusCode)
 		}
-		return nil, fmt.Errorf("aliyun %s %s %s: HTTP %d: %q", action, region, instanceType, resp.StatusCode, snippet(body))
+	}
+	if err != nil {
+		return nil, err
+	}
+	if resp.StatusCode != http.StatusOK { // another 2xx: not what ECS documents
+		return nil, &pricing.HTTPError{Provider: ProviderName, Op: action + " " + region + " " + instanceType,
+			Status: resp.StatusCode, Body: snippet(body), Reason: "want HTTP 200", Class: pricing.ClassBadResponse}
 	}
 	return body, nil
 }

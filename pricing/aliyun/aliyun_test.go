@@ -605,6 +605,7 @@ func TestRegionalEndpoint(t *testing.T) {
 		if problem := checkV3(r); problem != "" {
 			t.Errorf("%s: %s", r.URL, problem)
 		}
+		w.Header().Set("Content-Type", "application/json;charset=utf-8") // as ECS sends it
 		if r.Header.Get("x-acs-action") == "DescribePrice" {
 			fmt.Fprint(w, odBody)
 		} else {

@@ -57,6 +57,43 @@ type APIError struct {
 	Recommend    string
 }
 
+// ErrorClass classes the error for SourceReport.ErrorClass by its Code, then
+// by HTTP status: Throttling* (Throttling, Throttling.User, Throttling.Api,
+// Throttling.Resource) or HTTP 429 → throttled; InvalidAccessKeyId*,
+// SignatureDoesNotMatch, IncompleteSignature, SignatureNonceUsed,
+// InvalidSecurityToken*, Forbidden* or HTTP 401/403 → auth;
+// ServiceUnavailable*, InternalError*, UnknownError or HTTP 5xx →
+// unavailable; anything else (InvalidParameter, InvalidInstanceType.*, …) →
+// bad-response.
+func (e *APIError) ErrorClass() string {
+	code := e.Code
+	has := func(prefixes ...string) bool {
+		for _, p := range prefixes {
+			if code == p || strings.HasPrefix(code, p+".") {
+				return true
+			}
+		}
+		return false
+	}
+	switch {
+	case has("Throttling"):
+		return pricing.ClassThrottled
+	case has("InvalidAccessKeyId", "SignatureDoesNotMatch", "IncompleteSignature", "SignatureNonceUsed", "InvalidSecurityToken", "Forbidden"):
+		return pricing.ClassAuth
+	case has("ServiceUnavailable", "InternalError", "UnknownError"):
+		return pricing.ClassUnavailable
+	case e.HTTPStatus == 429:
+		return pricing.ClassThrottled
+	case e.HTTPStatus == 401 || e.HTTPStatus == 403:
+		return pricing.ClassAuth
+	case e.HTTPStatus >= 500:
+		return pricing.ClassUnavailable
+	}
+	return pricing.ClassBadResponse
+}
+
+var _ pricing.Classed = (*APIError)(nil)
+
 func (e *APIError) Error() string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "aliyun %s %s %s: ", e.Action, e.Region, e.InstanceType)

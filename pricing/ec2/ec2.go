@@ -1,20 +1,29 @@
 // Package ec2 is Sluice's quote source for AWS EC2 A100 capacity
 // (p4d.24xlarge: 8 × A100-40GB, p4de.24xlarge: 8 × A100-80GB): the current
-// spot price per availability zone from EC2 DescribeSpotPriceHistory and the
-// on-demand list price from the AWS Price List API (pricing:GetProducts).
+// spot price per availability zone from EC2 DescribeSpotPriceHistory, the
+// on-demand list price from the AWS Price List API (pricing:GetProducts), and
+// Capacity Block offerings (reserved, a fixed term paid up front) from EC2
+// DescribeCapacityBlockOfferings.
 //
 // Both APIs send prices as text, USD per instance-hour: spotPrice "0.087000"
 // (6 decimals, XML) and pricePerUnit.USD "21.9576420000" (10 decimals, inside a
 // JSON document carried as a string). They are read as exact decimals from that
 // text (pricing.TextAmount), never through float64; the text is kept in
-// Offer.RawPrice with Basis sluice.PerInstanceHour.
+// Offer.RawPrice with Basis sluice.PerInstanceHour. A Capacity Block's
+// upfrontFee is the TOTAL for the block, not an hourly rate: its offer's
+// UnitPrice is the derived per-instance-hour rate (CapacityBlockHourly, the one
+// rounding: decimal DivRound to HourlyScale = 10 places, half away from zero),
+// RawPrice the fee text as sent, and Source says "upfront fee X for N h".
 //
 // Calls go through the AWS SDK for Go v2 behind two narrow interfaces
 // (SpotPriceAPI, PriceListAPI), so tests and replays can point the real SDK at
 // a loopback server (Config.EC2Endpoint, Config.PricingEndpoint) or hand in
 // fakes (NewWithAPIs).
 //
-// Wire formats: ../shared/reference/providers.md §1.2 and §1.5.
+// Every failed call is a *CallError, classed for pricing.Classify
+// (CallError.ErrorClass).
+//
+// Wire formats: ../shared/reference/providers.md §1.2, §1.4 and §1.5.
 package ec2
 
 import (
@@ -36,6 +45,7 @@ import (
 	"github.com/aws/smithy-go"
 
 	"github.com/sluicehq/sluice"
+	"github.com/sluicehq/sluice/pricing"
 )
 
 // Provider is the provider name in offers.
@@ -62,8 +72,18 @@ const (
 	ServiceCode = "AmazonEC2"
 	// Concurrency is the most API calls in flight at once.
 	Concurrency = 8
-	// maxPages bounds pagination of either API.
+	// maxPages bounds pagination of any API.
 	maxPages = 100
+	// DefaultCapacityDurationHours is the Capacity Block length asked for
+	// (DescribeCapacityBlockOfferings CapacityDurationHours): one day.
+	DefaultCapacityDurationHours = 24
+	// CapacityBlockWindow is how far ahead Capacity Blocks are searched:
+	// StartDateRange = now, EndDateRange = now + 14 days (the latest END of
+	// a block, per the API).
+	CapacityBlockWindow = 14 * 24 * time.Hour
+	// CapacityBlockInstanceCount is the InstanceCount asked for: a block is
+	// bought whole, so a one-instance block is one unit.
+	CapacityBlockInstanceCount = 1
 )
 
 // DefaultRegions are the two US regions that sell p4d and p4de.
@@ -103,9 +123,16 @@ type PriceListAPI interface {
 	GetProducts(ctx context.Context, in *sdkpricing.GetProductsInput, optFns ...func(*sdkpricing.Options)) (*sdkpricing.GetProductsOutput, error)
 }
 
+// CapacityBlockAPI is the EC2 operation for Capacity Block offerings; *ec2.Client has it.
+// It is also the SDK's ec2.DescribeCapacityBlockOfferingsAPIClient.
+type CapacityBlockAPI interface {
+	DescribeCapacityBlockOfferings(ctx context.Context, in *sdkec2.DescribeCapacityBlockOfferingsInput, optFns ...func(*sdkec2.Options)) (*sdkec2.DescribeCapacityBlockOfferingsOutput, error)
+}
+
 var (
-	_ SpotPriceAPI = (*sdkec2.Client)(nil)
-	_ PriceListAPI = (*sdkpricing.Client)(nil)
+	_ SpotPriceAPI     = (*sdkec2.Client)(nil)
+	_ CapacityBlockAPI = (*sdkec2.Client)(nil)
+	_ PriceListAPI     = (*sdkpricing.Client)(nil)
 )
 
 // Config configures the AWS quote source. Zero fields take the defaults.
@@ -133,7 +160,11 @@ type Config struct {
 	// RetryMaxAttempts is the SDK's attempts per call (default 1: no retry,
 	// see DefaultRetryMaxAttempts).
 	RetryMaxAttempts int
-	HTTPClient       *http.Client
+	// CapacityDurationHours is the Capacity Block length searched for
+	// (default 24; AWS accepts 1-day steps up to 14 days, then 7-day steps
+	// up to 182 days).
+	CapacityDurationHours int
+	HTTPClient            *http.Client
 	// Now is the clock (default time.Now); it stamps offers and is the
 	// DescribeSpotPriceHistory StartTime.
 	Now func() time.Time
@@ -154,6 +185,9 @@ func (c Config) withDefaults() Config {
 	}
 	if c.RetryMaxAttempts <= 0 {
 		c.RetryMaxAttempts = DefaultRetryMaxAttempts
+	}
+	if c.CapacityDurationHours <= 0 {
+		c.CapacityDurationHours = DefaultCapacityDurationHours
 	}
 	if c.Now == nil {
 		c.Now = time.Now
@@ -220,7 +254,9 @@ func New(ctx context.Context, cfg Config) (*Client, error) {
 // NewWithAPIs returns a Client that calls spot[region] for each configured
 // region and list for the on-demand prices (tests, fakes). A region without
 // an entry in spot is reported as a failed call; a nil list means no
-// on-demand offers are asked for.
+// on-demand offers are asked for. When spot[region] also implements
+// CapacityBlockAPI (as *ec2.Client does) Capacity Blocks are asked for too;
+// otherwise that region has no reserved offers.
 func NewWithAPIs(cfg Config, spot map[string]SpotPriceAPI, list PriceListAPI) *Client {
 	return &Client{cfg: cfg.withDefaults(), spot: spot, list: list}
 }
@@ -229,14 +265,16 @@ func NewWithAPIs(cfg Config, spot map[string]SpotPriceAPI, list PriceListAPI) *C
 func (c *Client) Name() string { return Provider }
 
 // CallError is one failed API call: the operation, its region (and instance
-// type for GetProducts) and, when AWS answered with an error, its code
-// (smithy.APIError.ErrorCode, e.g. RequestLimitExceeded, UnauthorizedOperation).
+// type for GetProducts and DescribeCapacityBlockOfferings) and, when AWS
+// answered with an error, its code (smithy.APIError.ErrorCode, e.g.
+// RequestLimitExceeded, UnauthorizedOperation) and HTTP status.
 type CallError struct {
-	Op           string // "DescribeSpotPriceHistory" or "GetProducts"
+	Op           string // "DescribeSpotPriceHistory", "GetProducts" or "DescribeCapacityBlockOfferings"
 	Region       string
-	InstanceType string // GetProducts only
+	InstanceType string // GetProducts and DescribeCapacityBlockOfferings only
 	Code         string // "" when there was no API error answer (network, deadline, …)
 	Message      string
+	Status       int // HTTP status of the answer, 0 when there was none
 	Err          error
 }
 
@@ -253,11 +291,53 @@ func (e *CallError) Error() string {
 
 func (e *CallError) Unwrap() error { return e.Err }
 
+// Error codes by class. EC2's Query API throttles with RequestLimitExceeded
+// (HTTP 503), AWS JSON APIs (Price List) with Throttling/ThrottlingException.
+var (
+	throttledCodes = map[string]bool{"RequestLimitExceeded": true, "Throttling": true, "ThrottlingException": true}
+	authCodes      = map[string]bool{"AuthFailure": true, "UnauthorizedOperation": true, "InvalidClientTokenId": true,
+		"SignatureDoesNotMatch": true, "AccessDeniedException": true}
+	unavailableCodes = map[string]bool{"InternalError": true, "InternalFailure": true, "Unavailable": true,
+		"ServiceUnavailable": true, "InternalErrorException": true}
+)
+
+// ErrorClass is the class recorded for the failed call, decided by the AWS
+// error code first (an EC2 throttle is an HTTP 503): RequestLimitExceeded,
+// Throttling, ThrottlingException → throttled; AuthFailure,
+// UnauthorizedOperation, InvalidClientTokenId, SignatureDoesNotMatch,
+// AccessDeniedException → auth; InternalError, InternalFailure, Unavailable,
+// ServiceUnavailable or any HTTP 5xx → unavailable; any other code →
+// bad-response. Without an answer (no code, no status) the class of Err
+// (pricing.Classify: timeout for a deadline, unavailable for a network error).
+func (e *CallError) ErrorClass() string {
+	switch {
+	case throttledCodes[e.Code]:
+		return pricing.ClassThrottled
+	case authCodes[e.Code]:
+		return pricing.ClassAuth
+	case unavailableCodes[e.Code] || e.Status >= 500:
+		return pricing.ClassUnavailable
+	case e.Code != "" || e.Status != 0:
+		return pricing.ClassBadResponse
+	case e.Err == nil:
+		return pricing.ClassBadResponse
+	}
+	return pricing.Classify(e.Err)
+}
+
+// httpStatus is implemented by the SDK's response errors (smithy-go
+// transport/http.ResponseError, aws/transport/http.ResponseError).
+type httpStatus interface{ HTTPStatusCode() int }
+
 func callError(op, region, instanceType string, err error) *CallError {
 	ce := &CallError{Op: op, Region: region, InstanceType: instanceType, Err: err}
 	var api smithy.APIError
 	if errors.As(err, &api) {
 		ce.Code, ce.Message = api.ErrorCode(), api.ErrorMessage()
+	}
+	var hs httpStatus
+	if errors.As(err, &hs) {
+		ce.Status = hs.HTTPStatusCode()
 	}
 	return ce
 }
@@ -269,22 +349,25 @@ type result struct {
 	err     error
 }
 
-// regionJobs holds one region's calls: spot (all types at once) and one
-// GetProducts per instance type.
+// regionJobs holds one region's calls: spot (all types at once), one
+// GetProducts and one DescribeCapacityBlockOfferings per instance type.
 type regionJobs struct {
 	region   string
 	spot     result
 	onDemand []result // by instance type
+	reserved []result // by instance type; nil when the region's API has no Capacity Blocks
 }
 
 // Offers asks, concurrently (at most Concurrency calls in flight), for each
 // configured region: DescribeSpotPriceHistory for all instance types (every
-// page), and GetProducts per instance type. A failed call is recorded as a
+// page), and per instance type GetProducts and DescribeCapacityBlockOfferings
+// (every page; see fetchCapacityBlocks). A failed call is recorded as a
 // DroppedOffer whose Ref names the region (and type) and whose Reason carries
 // the AWS error code (*CallError); err is returned only when every call failed.
 //
 // Offers come in region order, and within a region by instance type:
-// on-demand first, then spot by availability zone.
+// on-demand first, then spot by availability zone, then reserved (Capacity
+// Blocks) by zone, start date and offering id.
 func (c *Client) Offers(ctx context.Context) ([]sluice.Offer, []sluice.DroppedOffer, error) {
 	now := c.cfg.Now()
 	var dropped []sluice.DroppedOffer
@@ -304,7 +387,11 @@ func (c *Client) Offers(ctx context.Context) ([]sluice.Offer, []sluice.DroppedOf
 				Reason: fmt.Sprintf("region %q: China partition (CNY, separate accounts) not supported", r)})
 			continue
 		}
-		jobs = append(jobs, &regionJobs{region: r, onDemand: make([]result, len(types))})
+		j := &regionJobs{region: r, onDemand: make([]result, len(types))}
+		if _, ok := c.spot[r].(CapacityBlockAPI); ok {
+			j.reserved = make([]result, len(types))
+		}
+		jobs = append(jobs, j)
 	}
 	if len(jobs) == 0 || len(types) == 0 {
 		return nil, dropped, errors.New("aws: no region × A100 instance type to price")
@@ -332,6 +419,13 @@ func (c *Client) Offers(ctx context.Context) ([]sluice.Offer, []sluice.DroppedOf
 		run(&j.spot, func() ([]sluice.Offer, []sluice.DroppedOffer, error) {
 			return c.fetchSpot(ctx, j.region, types, now)
 		})
+		if j.reserved != nil {
+			for i, it := range types {
+				run(&j.reserved[i], func() ([]sluice.Offer, []sluice.DroppedOffer, error) {
+					return c.fetchCapacityBlocks(ctx, j.region, it, now)
+				})
+			}
+		}
 		if c.list == nil {
 			continue
 		}
@@ -363,6 +457,12 @@ func (c *Client) Offers(ctx context.Context) ([]sluice.Offer, []sluice.DroppedOf
 			}
 		}
 		collect(j.spot, Provider+":"+j.region+":spot")
+		if j.reserved != nil {
+			for i, it := range types {
+				collect(j.reserved[i], ReservedRef(j.region, it))
+				offers = append(offers, j.reserved[i].offers...)
+			}
+		}
 	}
 	if len(errs) == calls {
 		return nil, dropped, fmt.Errorf("aws: every call failed: %w", errors.Join(errs...))
@@ -400,6 +500,41 @@ func (c *Client) fetchSpot(ctx context.Context, region string, types []string, n
 		items = append(items, out.SpotPriceHistory...)
 	}
 	offers, dropped := SpotOffers(region, items, now, c.cfg)
+	return offers, dropped, nil
+}
+
+// fetchCapacityBlocks pages through DescribeCapacityBlockOfferings for one
+// region × instance type: CapacityDurationHours cfg.CapacityDurationHours,
+// InstanceCount 1, StartDateRange now, EndDateRange now + CapacityBlockWindow
+// (14 days), and converts the offerings (CapacityBlockOffers).
+func (c *Client) fetchCapacityBlocks(ctx context.Context, region, instanceType string, now time.Time) ([]sluice.Offer, []sluice.DroppedOffer, error) {
+	const op = "DescribeCapacityBlockOfferings"
+	api, ok := c.spot[region].(CapacityBlockAPI)
+	if !ok {
+		return nil, nil, callError(op, region, instanceType, errors.New("no EC2 Capacity Block client for the region"))
+	}
+	in := &sdkec2.DescribeCapacityBlockOfferingsInput{
+		CapacityDurationHours: aws.Int32(int32(min(c.cfg.CapacityDurationHours, MaxCapacityBlockHours))),
+		InstanceType:          aws.String(instanceType),
+		InstanceCount:         aws.Int32(CapacityBlockInstanceCount),
+		StartDateRange:        aws.Time(now),
+		EndDateRange:          aws.Time(now.Add(CapacityBlockWindow)),
+	}
+	p := sdkec2.NewDescribeCapacityBlockOfferingsPaginator(api, in, func(o *sdkec2.DescribeCapacityBlockOfferingsPaginatorOptions) {
+		o.StopOnDuplicateToken = true
+	})
+	var items []ec2types.CapacityBlockOffering
+	for pages := 0; p.HasMorePages(); pages++ {
+		if pages == maxPages {
+			return nil, nil, callError(op, region, instanceType, fmt.Errorf("more than %d pages", maxPages))
+		}
+		out, err := p.NextPage(ctx)
+		if err != nil {
+			return nil, nil, callError(op, region, instanceType, err)
+		}
+		items = append(items, out.CapacityBlockOfferings...)
+	}
+	offers, dropped := CapacityBlockOffers(region, instanceType, items, now, c.cfg)
 	return offers, dropped, nil
 }
 

@@ -42,8 +42,12 @@ func row(o sluice.Offer) string {
 	if o.MinBid.IsSet() {
 		minBid = o.MinBid.String()
 	}
-	return fmt.Sprintf("%s | sku=%s %s x%d | %s | %s | %s | min_bid %s | raw %s/%s | units %d",
+	s := fmt.Sprintf("%s | sku=%s %s x%d | %s | %s | %s | min_bid %s | raw %s/%s | units %d",
 		o.ID, o.SKU, o.GPUModel, o.GPUsPerUnit, o.Region, o.Market, o.UnitPrice, minBid, o.RawPrice, o.Basis, o.UnitsAvailable)
+	if o.TermHours != 0 {
+		s += fmt.Sprintf(" | term %dh", o.TermHours)
+	}
+	return s
 }
 
 func rows(offers []sluice.Offer) []string {
@@ -79,6 +83,8 @@ var fixtureOffers = []string{
 	"aws:us-east-1:p4de.24xlarge:on-demand | sku=p4de.24xlarge A100-80GB x8 | us-east-1 | on-demand | 27.44705 USD | min_bid - | raw 27.4470500000/instance-hour | units 2",
 	"aws:us-east-1:us-east-1c:p4de.24xlarge:spot | sku=p4de.24xlarge A100-80GB x8 | us-east-1 | spot | 7.8074 USD | min_bid 7.8074 USD | raw 7.807400/instance-hour | units 2",
 	"aws:us-east-1:us-east-1d:p4de.24xlarge:spot | sku=p4de.24xlarge A100-80GB x8 | us-east-1 | spot | 5.8394 USD | min_bid 5.8394 USD | raw 5.839400/instance-hour | units 2",
+	// Capacity Block: upfront fee 331.20 USD for 24 h × 1 instance → 13.8 per instance-hour (raw = the fee).
+	"aws:us-east-1:us-east-1d:p4de.24xlarge:reserved:cb-0f3a9c2e7d41b5a86 | sku=p4de.24xlarge A100-80GB x8 | us-east-1 | reserved | 13.8 USD | min_bid - | raw 331.20/instance-hour | units 1 | term 24h",
 	"aws:us-west-2:us-west-2a:p4d.24xlarge:spot | sku=p4d.24xlarge A100-40GB x8 | us-west-2 | spot | 10.507 USD | min_bid 10.507 USD | raw 10.507000/instance-hour | units 2",
 	"aws:us-west-2:us-west-2b:p4d.24xlarge:spot | sku=p4d.24xlarge A100-40GB x8 | us-west-2 | spot | 11.3278 USD | min_bid 11.3278 USD | raw 11.327800/instance-hour | units 2",
 	"aws:us-west-2:us-west-2c:p4d.24xlarge:spot | sku=p4d.24xlarge A100-40GB x8 | us-west-2 | spot | 11.377 USD | min_bid 11.377 USD | raw 11.377000/instance-hour | units 2",
@@ -88,10 +94,14 @@ var fixtureOffers = []string{
 }
 
 // fixtureDropped: the on-demand recordings hold us-east-1 items only (the
-// data has no post-2025 us-west-2 list price), so us-west-2 has no twin.
+// data has no post-2025 us-west-2 list price), so us-west-2 has no twin; the
+// Capacity Block recording is us-east-1 only, so us-west-2's calls get the
+// replay server's 404.
 var fixtureDropped = []string{
 	"aws:us-west-2:p4d.24xlarge:on-demand: GetProducts: no Price List item for us-west-2 p4d.24xlarge (1 item(s) for other regions or types ignored)",
 	"aws:us-west-2:p4de.24xlarge:on-demand: GetProducts: no Price List item for us-west-2 p4de.24xlarge (1 item(s) for other regions or types ignored)",
+	"aws:us-west-2:p4d.24xlarge:reserved: aws DescribeCapacityBlockOfferings us-west-2 p4d.24xlarge: UnknownError: UnknownError",
+	"aws:us-west-2:p4de.24xlarge:reserved: aws DescribeCapacityBlockOfferings us-west-2 p4de.24xlarge: UnknownError: UnknownError",
 }
 
 func TestOffersFromReplay(t *testing.T) {
@@ -128,11 +138,28 @@ func TestOffersFromReplay(t *testing.T) {
 	if got := offers[0].Source; got != "aws pricing GetProducts AmazonEC2 sku QX2K7R9VFA4TNM3E" {
 		t.Errorf("on-demand Source = %q", got)
 	}
+	if got := offers[7].Source; got != "aws ec2 DescribeCapacityBlockOfferings us-east-1 zone us-east-1d: upfront fee 331.20 USD for 24 h (1 instance, 2026-12-01T11:30:00Z–2026-12-02T11:30:00Z)" {
+		t.Errorf("reserved Source = %q", got)
+	}
 
-	// EC2: one form-encoded POST per region, keyed by the SigV4 scope's region.
-	var ec2Keys []string
+	// EC2: per region one form-encoded DescribeSpotPriceHistory POST and one
+	// DescribeCapacityBlockOfferings per type, keyed by the SigV4 scope's region.
+	var ec2Keys, cbCalls []string
 	for _, r := range srv.Requests("aws-ec2") {
 		form, _ := url.ParseQuery(string(r.Body))
+		if form.Get("Action") == "DescribeCapacityBlockOfferings" {
+			if r.Method != "POST" || form.Get("Version") != "2016-11-15" || form.Get("CapacityDurationHours") != "24" ||
+				form.Get("InstanceCount") != "1" || form.Get("StartDateRange") != "2026-11-29T09:30:00Z" ||
+				form.Get("EndDateRange") != "2026-12-13T09:30:00Z" {
+				t.Errorf("EC2 request %s %s", r.Method, r.Body)
+			}
+			region := scopeRE.FindStringSubmatch(r.Header.Get("Authorization"))
+			if region == nil {
+				t.Fatalf("no SigV4 scope in %q", r.Header.Get("Authorization"))
+			}
+			cbCalls = append(cbCalls, region[1]+" "+form.Get("InstanceType")+" "+r.Key)
+			continue
+		}
 		if r.Method != "POST" || form.Get("Action") != "DescribeSpotPriceHistory" || form.Get("Version") != "2016-11-15" ||
 			form.Get("InstanceType.1") != "p4d.24xlarge" || form.Get("InstanceType.2") != "p4de.24xlarge" ||
 			form.Get("ProductDescription.1") != "Linux/UNIX" || form.Get("StartTime") != "2026-11-29T09:30:00Z" {
@@ -143,6 +170,13 @@ func TestOffersFromReplay(t *testing.T) {
 	slices.Sort(ec2Keys)
 	if want := []string{"DescribeSpotPriceHistory.us-east-1", "DescribeSpotPriceHistory.us-west-2"}; !slices.Equal(ec2Keys, want) {
 		t.Errorf("EC2 keys %v, want %v", ec2Keys, want)
+	}
+	slices.Sort(cbCalls)
+	if want := []string{
+		"us-east-1 p4d.24xlarge DescribeCapacityBlockOfferings.us-east-1", "us-east-1 p4de.24xlarge DescribeCapacityBlockOfferings.us-east-1",
+		"us-west-2 p4d.24xlarge ", "us-west-2 p4de.24xlarge ",
+	}; !slices.Equal(cbCalls, want) {
+		t.Errorf("Capacity Block calls %q, want %q", cbCalls, want)
 	}
 	// Price List: one JSON 1.1 call per region × type, keyed by instance type.
 	var listCalls []string
@@ -217,6 +251,26 @@ func TestCapacityTwins(t *testing.T) {
 	if spots != 5 || len(twins) != 2 {
 		t.Errorf("spots %d twins %d", spots, len(twins))
 	}
+	// The Capacity Block's hourly rate lies between the p4de spot and on-demand prices.
+	var reserved []sluice.Offer
+	for _, o := range offers {
+		if o.Market == sluice.Reserved {
+			reserved = append(reserved, o)
+		}
+	}
+	if len(reserved) != 1 {
+		t.Fatalf("reserved offers %v", rows(reserved))
+	}
+	r := reserved[0]
+	od := twins[r.Capacity()]
+	if od.ID != "aws:us-east-1:p4de.24xlarge:on-demand" || r.UnitPrice.Cmp(od.UnitPrice) >= 0 {
+		t.Errorf("%s %s vs twin %q %s", r.ID, r.UnitPrice, od.ID, od.UnitPrice)
+	}
+	for _, o := range offers {
+		if o.Market == sluice.Spot && o.SKU == r.SKU && o.UnitPrice.Cmp(r.UnitPrice) >= 0 {
+			t.Errorf("spot %s %s not below the Capacity Block's %s", o.ID, o.UnitPrice, r.UnitPrice)
+		}
+	}
 }
 
 // ---- a fake EC2 Query API and Price List JSON 1.1 API, driven by the real SDK ----
@@ -255,6 +309,25 @@ func spotXML(next string, items ...spotItem) string {
 	return b.String()
 }
 
+// cbXML is a DescribeCapacityBlockOfferingsResponse body holding items (raw
+// <item> XML); next "" is the last page.
+func cbXML(next string, items ...string) string {
+	var b strings.Builder
+	b.WriteString(`<?xml version="1.0" encoding="UTF-8"?>` + "\n")
+	b.WriteString(`<DescribeCapacityBlockOfferingsResponse xmlns="http://ec2.amazonaws.com/doc/2016-11-15/"><requestId>req-cb</requestId><capacityBlockOfferingSet>`)
+	for _, it := range items {
+		b.WriteString(it)
+	}
+	b.WriteString("</capacityBlockOfferingSet>")
+	if next == "" {
+		b.WriteString("<nextToken/>")
+	} else {
+		fmt.Fprintf(&b, "<nextToken>%s</nextToken>", next)
+	}
+	b.WriteString("</DescribeCapacityBlockOfferingsResponse>")
+	return b.String()
+}
+
 func ec2ErrorXML(code, msg string) string {
 	return `<?xml version="1.0" encoding="UTF-8"?>` + "\n" +
 		`<Response><Errors><Error><Code>` + code + `</Code><Message>` + msg + `</Message></Error></Errors><RequestID>err-req-1</RequestID></Response>`
@@ -263,10 +336,13 @@ func ec2ErrorXML(code, msg string) string {
 var scopeRE = regexp.MustCompile(`Credential=[^/]+/\d{8}/([^/]+)/ec2/aws4_request`)
 
 // ec2Fake answers DescribeSpotPriceHistory per region: pages[region][i] is
-// served for NextToken "" (i=0) or "page<i>"; fail[region] is an error answer.
+// served for NextToken "" (i=0) or "page<i>"; fail[region] is an error answer
+// (to every action). DescribeCapacityBlockOfferings is answered with
+// blocks[region+" "+InstanceType] pages the same way, else an empty set.
 type ec2Fake struct {
-	pages map[string][]string
-	fail  map[string]struct {
+	pages  map[string][]string
+	blocks map[string][]string
+	fail   map[string]struct {
 		status     int
 		code, text string
 	}
@@ -278,7 +354,8 @@ func (f *ec2Fake) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	body, _ := io.ReadAll(r.Body)
 	form, _ := url.ParseQuery(string(body))
 	m := scopeRE.FindStringSubmatch(r.Header.Get("Authorization"))
-	if m == nil || form.Get("Action") != "DescribeSpotPriceHistory" {
+	action := form.Get("Action")
+	if m == nil || (action != "DescribeSpotPriceHistory" && action != "DescribeCapacityBlockOfferings") {
 		http.Error(w, "bad request", http.StatusBadRequest)
 		return
 	}
@@ -287,7 +364,11 @@ func (f *ec2Fake) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if f.forms == nil {
 		f.forms = map[string][]url.Values{}
 	}
-	f.forms[region] = append(f.forms[region], form)
+	key := region
+	if action != "DescribeSpotPriceHistory" {
+		key = action + " " + region
+	}
+	f.forms[key] = append(f.forms[key], form)
 	f.mu.Unlock()
 	w.Header().Set("Content-Type", "text/xml;charset=UTF-8")
 	if e, ok := f.fail[region]; ok {
@@ -298,6 +379,19 @@ func (f *ec2Fake) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	i := 0
 	if tok := form.Get("NextToken"); tok != "" {
 		fmt.Sscanf(tok, "page%d", &i)
+	}
+	if action == "DescribeCapacityBlockOfferings" {
+		pages := f.blocks[region+" "+form.Get("InstanceType")]
+		if len(pages) == 0 {
+			pages = []string{cbXML("")}
+		}
+		if i >= len(pages) {
+			w.WriteHeader(http.StatusBadRequest)
+			_, _ = io.WriteString(w, ec2ErrorXML("InvalidNextToken", "bad token"))
+			return
+		}
+		_, _ = io.WriteString(w, pages[i])
+		return
 	}
 	if i >= len(f.pages[region]) {
 		w.WriteHeader(http.StatusBadRequest)
@@ -445,6 +539,8 @@ func TestSpotPagesLatestAndRegionError(t *testing.T) {
 		`aws:us-east-1:us-east-1f:p4de.24xlarge:spot: latest item (timestamp 2026-11-29T07:00:00Z): spotPrice "0.000000": zero`,
 		`aws:us-west-2:p4de.24xlarge:on-demand: GetProducts: no Price List item for us-west-2 p4de.24xlarge (0 item(s) for other regions or types ignored)`,
 		`aws:us-west-2:spot: aws DescribeSpotPriceHistory us-west-2: RequestLimitExceeded: Request limit exceeded.`,
+		`aws:us-west-2:p4d.24xlarge:reserved: aws DescribeCapacityBlockOfferings us-west-2 p4d.24xlarge: RequestLimitExceeded: Request limit exceeded.`,
+		`aws:us-west-2:p4de.24xlarge:reserved: aws DescribeCapacityBlockOfferings us-west-2 p4de.24xlarge: RequestLimitExceeded: Request limit exceeded.`,
 	})
 
 	// The paginator sent page 2's token, and StartTime = now; no retry of the throttled region.
@@ -482,8 +578,12 @@ func TestEveryCallFailed(t *testing.T) {
 	if !errors.As(err, &ce) || ce.Code == "" {
 		t.Errorf("no *CallError with a code in %v", err)
 	}
-	if len(dropped) != 6 {
-		t.Errorf("dropped %d, want one per call (6):\n%s", len(dropped), strings.Join(drops(dropped), "\n"))
+	if len(dropped) != 10 {
+		t.Errorf("dropped %d, want one per call (10):\n%s", len(dropped), strings.Join(drops(dropped), "\n"))
+	}
+	// Classify takes the first classed error: us-east-1's p4d GetProducts ThrottlingException.
+	if c := pricing.Classify(err); c != pricing.ClassThrottled {
+		t.Errorf("class %q, want throttled", c)
 	}
 }
 
@@ -695,7 +795,7 @@ func TestDefaultCredentialChain(t *testing.T) {
 	ec2Signed := slices.ContainsFunc(auth, func(a string) bool {
 		return strings.Contains(a, "Credential=AKIDFROMENV/") && strings.Contains(a, "/us-east-1/ec2/aws4_request")
 	})
-	if len(auth) != 2 || !ec2Signed {
-		t.Errorf("Authorization %q", auth)
+	if len(auth) != 3 || !ec2Signed {
+		t.Errorf("Authorization %q (want spot, Capacity Blocks and Price List)", auth)
 	}
 }

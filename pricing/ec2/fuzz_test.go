@@ -7,6 +7,7 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	ec2types "github.com/aws/aws-sdk-go-v2/service/ec2/types"
+	"github.com/shopspring/decimal"
 
 	"github.com/sluicehq/sluice"
 	"github.com/sluicehq/sluice/pricing"
@@ -98,4 +99,52 @@ func checkOffer(t *testing.T, o sluice.Offer) {
 	if o.GPUsPerUnit != 8 || (o.GPUModel != "A100-80GB" && o.GPUModel != "A100-40GB") || o.Provider != "aws" {
 		t.Fatalf("%s: %d × %q", o.ID, o.GPUsPerUnit, o.GPUModel)
 	}
+}
+
+// FuzzCapacityBlockOffers fuzzes the Capacity Block conversion: offering id,
+// zone, fee text, currency, duration and count, listed twice (the second
+// listing with its fee doubled, so a repeat contradicts unless it is dropped).
+func FuzzCapacityBlockOffers(f *testing.F) {
+	f.Add("cb-0f3a9c2e7d41b5a86", "us-east-1d", "331.20", "USD", int32(24), int32(0), int32(1))
+	f.Add("cb-1", "us-east-1c", "100", "USD", int32(6), int32(35), int32(1))
+	f.Add("cb 2", "us-west-2a", "-1", "usd", int32(-1), int32(60), int32(2))
+	f.Add("cb-3", "us-east-1a", "1e999999999", "EUR", int32(4368), int32(1), int32(0))
+	f.Add("cb-4", "us-east-1a", "0.00000000001", "USD", int32(0), int32(1), int32(1))
+	f.Fuzz(func(t *testing.T, id, az, fee, cur string, hours, minutes, count int32) {
+		start := time.Date(2026, 12, 1, 11, 30, 0, 0, time.UTC)
+		item := ec2types.CapacityBlockOffering{
+			CapacityBlockOfferingId: aws.String(id), InstanceType: aws.String(p4de), AvailabilityZone: aws.String(az),
+			InstanceCount: aws.Int32(count), StartDate: &start, EndDate: &start,
+			CapacityBlockDurationHours: aws.Int32(hours), CapacityBlockDurationMinutes: aws.Int32(minutes),
+			UpfrontFee: aws.String(fee), CurrencyCode: aws.String(cur),
+		}
+		second := item
+		second.UpfrontFee = aws.String(fee + "0")
+		offers, dropped := ec2.CapacityBlockOffers("us-east-1", p4de, []ec2types.CapacityBlockOffering{item, item, second}, now, ec2.Config{})
+		if len(offers) > 1 || len(offers)+len(dropped) > 3 {
+			t.Fatalf("%d offers, %d dropped from 3 listings of one offering", len(offers), len(dropped))
+		}
+		for _, o := range offers {
+			if o.Market != sluice.Reserved || o.TermHours != int(hours) || o.RawPrice != fee || o.UnitsAvailable != 1 ||
+				!o.UnitPrice.Amount.IsPositive() || o.UnitPrice.Currency != cur || o.GPUsPerUnit != 8 {
+				t.Fatalf("offer %+v", o)
+			}
+			// The rate × duration is the fee to within the rounding.
+			d, err := pricing.TextAmount(fee)
+			if err != nil {
+				t.Fatalf("fee %q accepted but unreadable: %v", fee, err)
+			}
+			mins := decimal.NewFromInt(int64(hours)*60 + int64(minutes))
+			back := o.UnitPrice.Amount.Mul(mins).Div(decimal.NewFromInt(60))
+			tol := decimal.New(5, -ec2.HourlyScale-1).Mul(mins).Div(decimal.NewFromInt(60))
+			if back.Sub(d).Abs().Cmp(tol) > 0 {
+				t.Fatalf("rate %s × %s min ≠ fee %s", o.UnitPrice.Amount, mins, d)
+			}
+		}
+		for _, d := range dropped {
+			if d.Provider != "aws" || d.Ref == "" || d.Reason == "" {
+				t.Fatalf("dropped %+v", d)
+			}
+		}
+	})
 }

@@ -2,6 +2,7 @@ package ec2
 
 import (
 	"fmt"
+	"regexp"
 	"slices"
 	"strings"
 	"time"
@@ -325,4 +326,244 @@ func snippet(s string) string {
 		s = strings.ToValidUTF8(s[:120], "") + "…"
 	}
 	return s
+}
+
+// ReservedID is the offer id of a Capacity Block offering:
+// "aws:<region>:<az>:<type>:reserved:<offeringId>".
+func ReservedID(region, az, instanceType, offeringID string) string {
+	return Provider + ":" + region + ":" + az + ":" + instanceType + ":" + string(sluice.Reserved) + ":" + offeringID
+}
+
+// ReservedRef names one DescribeCapacityBlockOfferings call (region × type) in
+// a DroppedOffer: "aws:<region>:<type>:reserved".
+func ReservedRef(region, instanceType string) string {
+	return Provider + ":" + region + ":" + instanceType + ":" + string(sluice.Reserved)
+}
+
+// HourlyScale is the number of decimal places of a Capacity Block's derived
+// hourly rate (CapacityBlockHourly), rounded half away from zero.
+const HourlyScale = 10
+
+// MaxCapacityBlockHours is the longest Capacity Block AWS sells: 182 days.
+const MaxCapacityBlockHours = 182 * 24
+
+var (
+	offeringIDRE = regexp.MustCompile(`^[A-Za-z0-9-]{1,64}$`)
+	currencyRE   = regexp.MustCompile(`^[A-Z]{3}$`)
+)
+
+// CapacityBlockHourly is the effective rate per instance-hour of a Capacity
+// Block whose upfront fee (the TOTAL for the block) buys count instances for
+// hours h and minutes m (providers.md §1.4):
+//
+//	fee ÷ (count × (h + m/60))
+//
+// computed as fee × 60 ÷ (count × (60·h + m)) — the same value, but the
+// divisor is an exact integer, so there is one rounding only: decimal
+// DivRound to HourlyScale (10) places, half away from zero. The rate times
+// the block's hours can therefore differ from the fee by at most
+// 0.5·10⁻¹⁰ × count × hours. count must be ≥ 1 and 60·h + m ≥ 1.
+func CapacityBlockHourly(fee decimal.Decimal, count, hours, minutes int) (decimal.Decimal, error) {
+	if count < 1 {
+		return decimal.Decimal{}, fmt.Errorf("instance count %d: not positive", count)
+	}
+	total := int64(hours)*60 + int64(minutes)
+	if hours < 0 || minutes < 0 || total < 1 {
+		return decimal.Decimal{}, fmt.Errorf("duration %d h %d min: not positive", hours, minutes)
+	}
+	div := decimal.NewFromInt(int64(count)).Mul(decimal.NewFromInt(total))
+	return fee.Mul(decimal.NewFromInt(60)).DivRound(div, HourlyScale), nil
+}
+
+// CapacityBlockOffers turns the DescribeCapacityBlockOfferings items of one
+// region × instance type (all pages) into reserved offers, one per offering:
+//
+//   - ID ReservedID(region, az, type, offeringId); SKU the instance type and
+//     Region the region (the on-demand and spot twins' CapacityKey).
+//   - UnitPrice = CapacityBlockHourly(upfrontFee, instanceCount, hours,
+//     minutes) in currencyCode, per instance-hour (Basis sluice.PerInstanceHour);
+//     RawPrice the upfrontFee text exactly as sent — the block's TOTAL, not
+//     an hourly price; Source "aws ec2 DescribeCapacityBlockOfferings <region>
+//     zone <az>: upfront fee <fee> <currency> for <h> h[ <m> min] (<n>
+//     instance(s), <start>–<end>)".
+//   - TermHours = capacityBlockDurationHours (whole hours; the planner bills
+//     UnitPrice × TermHours, so a block with capacityBlockDurationMinutes > 0
+//     is billed up to 59 minutes short of its fee — the fee is in RawPrice).
+//   - UnitsAvailable = instanceCount (1, as asked: a block is bought whole).
+//   - GPUModel and GPUsPerUnit from Shape (8 GPUs); MinBid zero Money.
+//
+// Items of another instance type are ignored (a replay recording answers
+// every type of a region). An item is dropped, Ref ReservedRef(region, type)
+// or its offer id once known, when its offering id is missing or not
+// [A-Za-z0-9-]{1,64}; its zone is missing or not a zone of region; its
+// instanceCount is not CapacityBlockInstanceCount; its duration is missing,
+// not positive or above MaxCapacityBlockHours (minutes outside 0..59); its
+// upfrontFee is missing, not a decimal, zero, negative or out of range; or its
+// currencyCode is not three capital letters. An offering id listed twice
+// keeps the first listing when both give the same offer and drops every
+// listing when they differ.
+//
+// Offers come by zone, then start date, then offering id.
+func CapacityBlockOffers(region, instanceType string, items []ec2types.CapacityBlockOffering, now time.Time, cfg Config) ([]sluice.Offer, []sluice.DroppedOffer) {
+	cfg = cfg.withDefaults()
+	ref := ReservedRef(region, instanceType)
+	var dropped []sluice.DroppedOffer
+	drop := func(ref, format string, args ...any) {
+		dropped = append(dropped, sluice.DroppedOffer{Provider: Provider, Ref: ref, Reason: fmt.Sprintf(format, args...)})
+	}
+	model, gpus, ok := Shape(instanceType)
+	if !ok {
+		drop(ref, "instance type %q: not an A100 type this source prices", instanceType)
+		return nil, dropped
+	}
+	type block struct {
+		offer     sluice.Offer
+		oid, zone string
+		desc      string // zone, fee and duration, for a contradiction
+		start     time.Time
+		pos       int
+		bad       string // contradiction, when set
+	}
+	var blocks []*block
+	byID := map[string]*block{}
+	for i, it := range items {
+		if deref(it.InstanceType) != instanceType {
+			continue
+		}
+		pos := fmt.Sprintf("capacityBlockOfferingSet item %d", i)
+		oid := deref(it.CapacityBlockOfferingId)
+		if !offeringIDRE.MatchString(oid) {
+			drop(ref, "%s: capacityBlockOfferingId %q: not an offering id", pos, snippet(oid))
+			continue
+		}
+		az := deref(it.AvailabilityZone)
+		if az == "" || !strings.HasPrefix(az, region) || len(az) > len(region)+8 {
+			drop(ref, "%s (%s): availabilityZone %q: not a zone of %s", pos, oid, snippet(az), region)
+			continue
+		}
+		id := ReservedID(region, az, instanceType, oid)
+		o, why := capacityBlockOffer(it, id, model, gpus, region, az, now, cfg)
+		if why != "" {
+			drop(id, "%s: %s", pos, why)
+			continue
+		}
+		b := &block{offer: o, oid: oid, zone: az, pos: i,
+			desc: fmt.Sprintf("%s %s %s for %d h", az, o.RawPrice, o.UnitPrice.Currency, o.TermHours)}
+		if it.StartDate != nil {
+			b.start = it.StartDate.UTC()
+		}
+		first, seen := byID[oid]
+		switch {
+		case !seen:
+			byID[oid] = b
+			blocks = append(blocks, b)
+		case sameBlock(first.offer, o):
+			drop(id, "%s: duplicate: offering %s already seen in this response (item %d)", pos, oid, first.pos)
+		default:
+			first.bad = fmt.Sprintf("capacityBlockOfferingSet item %d: duplicate: offering %s contradicts item %d (%s vs %s): every listing dropped",
+				first.pos, oid, i, first.desc, b.desc)
+			drop(id, "%s: duplicate: offering %s contradicts item %d (%s vs %s): every listing dropped",
+				pos, oid, first.pos, b.desc, first.desc)
+		}
+	}
+	slices.SortStableFunc(blocks, func(a, b *block) int {
+		if c := strings.Compare(a.zone, b.zone); c != 0 {
+			return c
+		}
+		if c := a.start.Compare(b.start); c != 0 {
+			return c
+		}
+		return strings.Compare(a.oid, b.oid)
+	})
+	var offers []sluice.Offer
+	for _, b := range blocks {
+		if b.bad != "" {
+			drop(b.offer.ID, "%s", b.bad)
+			continue
+		}
+		offers = append(offers, b.offer)
+	}
+	return offers, dropped
+}
+
+// sameBlock reports whether two listings of one offering give the same offer.
+func sameBlock(a, b sluice.Offer) bool {
+	return a.ID == b.ID && a.UnitPrice.Cmp(b.UnitPrice) == 0 && a.UnitPrice.Currency == b.UnitPrice.Currency &&
+		a.RawPrice == b.RawPrice && a.TermHours == b.TermHours && a.UnitsAvailable == b.UnitsAvailable && a.Source == b.Source
+}
+
+// capacityBlockOffer converts one offering (offering id and zone already
+// checked), or returns why it cannot be used.
+func capacityBlockOffer(it ec2types.CapacityBlockOffering, id, model string, gpus int, region, az string, now time.Time, cfg Config) (sluice.Offer, string) {
+	if it.InstanceCount == nil {
+		return sluice.Offer{}, "instanceCount missing"
+	}
+	count := int(*it.InstanceCount)
+	if count != CapacityBlockInstanceCount {
+		return sluice.Offer{}, fmt.Sprintf("instanceCount %d: asked for %d (a block is bought whole)", count, CapacityBlockInstanceCount)
+	}
+	if it.CapacityBlockDurationHours == nil {
+		return sluice.Offer{}, "capacityBlockDurationHours missing"
+	}
+	hours, minutes := int(*it.CapacityBlockDurationHours), 0
+	if it.CapacityBlockDurationMinutes != nil {
+		minutes = int(*it.CapacityBlockDurationMinutes)
+	}
+	switch {
+	case minutes < 0 || minutes > 59:
+		return sluice.Offer{}, fmt.Sprintf("capacityBlockDurationMinutes %d: not 0..59", minutes)
+	case hours < 0 || hours > MaxCapacityBlockHours || hours == MaxCapacityBlockHours && minutes > 0:
+		return sluice.Offer{}, fmt.Sprintf("capacityBlockDurationHours %d: not 0..%d", hours, MaxCapacityBlockHours)
+	case hours == 0 && minutes == 0:
+		return sluice.Offer{}, "capacityBlockDuration 0 h 0 min: not positive"
+	}
+	if it.UpfrontFee == nil {
+		return sluice.Offer{}, "upfrontFee missing"
+	}
+	fee, bad := textPrice("upfrontFee", *it.UpfrontFee)
+	if bad != "" {
+		return sluice.Offer{}, bad
+	}
+	cur := deref(it.CurrencyCode)
+	if !currencyRE.MatchString(cur) {
+		return sluice.Offer{}, fmt.Sprintf("currencyCode %q: not an ISO 4217 code", snippet(cur))
+	}
+	rate, err := CapacityBlockHourly(fee, count, hours, minutes)
+	if err != nil {
+		return sluice.Offer{}, err.Error()
+	}
+	if !rate.IsPositive() {
+		return sluice.Offer{}, fmt.Sprintf("upfrontFee %q: hourly rate rounds to 0 at %d places", *it.UpfrontFee, HourlyScale)
+	}
+	dur := fmt.Sprintf("%d h", hours)
+	if minutes > 0 {
+		dur += fmt.Sprintf(" %d min", minutes)
+	}
+	when := ""
+	if it.StartDate != nil && it.EndDate != nil {
+		when = ", " + it.StartDate.UTC().Format(time.RFC3339) + "–" + it.EndDate.UTC().Format(time.RFC3339)
+	}
+	var from time.Time
+	if it.StartDate != nil {
+		from = it.StartDate.UTC()
+	}
+	return sluice.Offer{
+		ID:             id,
+		Provider:       Provider,
+		SKU:            deref(it.InstanceType),
+		GPUModel:       model,
+		GPUsPerUnit:    gpus,
+		Region:         region,
+		AvailableFrom:  from,
+		Market:         sluice.Reserved,
+		UnitPrice:      sluice.Money{Amount: rate, Currency: cur},
+		Basis:          sluice.PerInstanceHour,
+		RawPrice:       *it.UpfrontFee,
+		UnitsAvailable: count,
+		TermHours:      hours,
+		FetchedAt:      now,
+		ExpiresAt:      now.Add(cfg.TTL),
+		Source: fmt.Sprintf("aws ec2 DescribeCapacityBlockOfferings %s zone %s: upfront fee %s %s for %s (%d instance%s)",
+			region, az, *it.UpfrontFee, cur, dur, count, when),
+	}, ""
 }

@@ -268,6 +268,8 @@ func readMeta(path string) (Meta, error) {
 //     X-Amz-Target header after its last "." (AWSPriceListService.GetProducts →
 //     GetProducts), instanceType the Value of the JSON body's Filters entry whose
 //     Field is instanceType (left out when there is none)
+//   - autodl, POST /api/v1/dev/machine/region/gpu_stock: "gpu_stock.<region_sign>"
+//     (the JSON body's "region_sign", when it is a non-empty string), then "gpu_stock"
 //   - otherwise: "<METHOD>_<path with / replaced by _, leading and trailing _ trimmed>",
 //     e.g. GET /v1/pods/ → "GET_v1_pods"
 //
@@ -288,6 +290,12 @@ func Keys(provider string, r *http.Request, body []byte) []string {
 			keys = append(keys, "bundles."+clean(t))
 		}
 		return append(keys, "bundles")
+	case provider == "autodl" && r.Method == http.MethodPost && strings.TrimRight(path, "/") == "/api/v1/dev/machine/region/gpu_stock":
+		var keys []string
+		if rs := jsonString(body, "region_sign"); rs != "" {
+			keys = append(keys, "gpu_stock."+clean(rs))
+		}
+		return append(keys, "gpu_stock")
 	case provider == "aliyun":
 		form := formValues(r, body)
 		action := r.Header.Get("x-acs-action")

@@ -295,6 +295,10 @@ func TestRepositoryRecordings(t *testing.T) {
 		{"runpod", "/graphql", `{"operationName":"GpuTypes","query":"…"}`, "graphql"},
 		{"vast", "/api/v0/bundles/", `{"type":"ondemand"}`, "bundles.ondemand"},
 		{"vast", "/api/v0/bundles/", `{"type":"bid"}`, "bundles.bid"},
+		{"autodl", "/api/v1/dev/machine/region/gpu_stock", `{"region_sign":"beijingDC1","gpu_name_set":["A100-SXM4-80GB"]}`, "gpu_stock.beijingDC1"},
+		{"autodl", "/api/v1/dev/machine/region/gpu_stock", `{"region_sign":"beijingDC2","gpu_name_set":["A100-SXM4-80GB"]}`, "gpu_stock.beijingDC2"},
+		{"autodl", "/api/v1/dev/machine/region/gpu_stock", `{"region_sign":"yangzhouDC1","gpu_name_set":["A100-SXM4-80GB"]}`, "gpu_stock.yangzhouDC1"},
+		{"autodl", "/api/v1/dev/machine/region/gpu_stock", `{"region_sign":"westDC2","gpu_name_set":["A100-SXM4-80GB"]}`, "gpu_stock.westDC2"},
 	} {
 		r := do(t, newReq(t, "POST", srv.URL(c.provider)+c.path, c.body))
 		if r.status != 200 || !json.Valid([]byte(r.body)) {
@@ -448,5 +452,57 @@ func TestXMLSidecar(t *testing.T) {
 	}
 	if got := replay.ContentType("aws-pricing", "GetProducts.xml"); got != replay.ContentTypeXML {
 		t.Errorf("ContentType = %q", got)
+	}
+}
+
+// TestAutoDLKeys: autodl's gpu_stock is keyed by the JSON body's region_sign
+// (one loopback server answers every region); other autodl requests keep the
+// generic method_path key.
+func TestAutoDLKeys(t *testing.T) {
+	srv := start(t, map[string]string{
+		"autodl/gpu_stock.beijingDC1.json":       `{"code":"Success","msg":"","data":[]}`,
+		"autodl/gpu_stock.json":                  `{"code":"Success","msg":"","data":null}`,
+		"autodl/POST_api_v1_dev_deployment.json": `{"code":"Success","msg":"","data":{"deployment_uuid":"d"}}`,
+	})
+	const path = "/api/v1/dev/machine/region/gpu_stock"
+	tests := []struct {
+		name, method, path, body string
+		key                      string
+		keys                     []string
+		want                     string
+	}{
+		{"region_sign", "POST", path, `{"region_sign":"beijingDC1","gpu_name_set":["A100-SXM4-80GB"]}`,
+			"gpu_stock.beijingDC1", []string{"gpu_stock.beijingDC1", "gpu_stock"}, `{"code":"Success","msg":"","data":[]}`},
+		{"other region falls back", "POST", path + "/", `{"gpu_name_set":[],"region_sign":"westDC2"}`,
+			"gpu_stock", []string{"gpu_stock.westDC2", "gpu_stock"}, `{"code":"Success","msg":"","data":null}`},
+		{"no region_sign", "POST", path, `{"gpu_name_set":["A100-SXM4-80GB"]}`,
+			"gpu_stock", []string{"gpu_stock"}, `{"code":"Success","msg":"","data":null}`},
+		{"region_sign not a string", "POST", path, `{"region_sign":1}`,
+			"gpu_stock", []string{"gpu_stock"}, `{"code":"Success","msg":"","data":null}`},
+		{"region_sign cleaned", "POST", path, `{"region_sign":"../beijingDC1"}`,
+			"gpu_stock", []string{"gpu_stock..._beijingDC1", "gpu_stock"}, `{"code":"Success","msg":"","data":null}`},
+		{"other endpoint: method and path", "POST", "/api/v1/dev/deployment", `{"name":"x"}`,
+			"POST_api_v1_dev_deployment", []string{"POST_api_v1_dev_deployment"}, `{"code":"Success","msg":"","data":{"deployment_uuid":"d"}}`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			before := len(srv.Requests("autodl"))
+			r := do(t, newReq(t, tt.method, srv.URL("autodl")+tt.path, tt.body, "Content-Type", "application/json"))
+			if r.status != 200 || r.body != tt.want || r.header.Get("Content-Type") != "application/json" {
+				t.Errorf("got %d %q (%s), want 200 %q", r.status, r.body, r.header.Get("Content-Type"), tt.want)
+			}
+			reqs := srv.Requests("autodl")
+			if len(reqs) != before+1 {
+				t.Fatalf("log has %d requests, want %d", len(reqs), before+1)
+			}
+			got := reqs[len(reqs)-1]
+			if got.Key != tt.key || !slices.Equal(got.Keys, tt.keys) {
+				t.Errorf("logged key %q keys %q; want %q %q", got.Key, got.Keys, tt.key, tt.keys)
+			}
+		})
+	}
+	// The rule is for POST only: a GET of the same path keeps the generic key.
+	if got := replay.Keys("autodl", httptest.NewRequest("GET", path, nil), nil); !slices.Equal(got, []string{"GET_api_v1_dev_machine_region_gpu_stock"}) {
+		t.Errorf("Keys = %q", got)
 	}
 }

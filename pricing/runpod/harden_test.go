@@ -172,10 +172,20 @@ func TestDuplicateGPUTypes(t *testing.T) {
 		},
 		{
 			name: "stock disagrees",
-			body: body(sxmType, gpuType(sxm, map[string]string{"securePrice": "1.89", "lowestPrice": `{"stockStatus":"None"}`})),
+			body: body(
+				gpuType(sxm, map[string]string{"lp_s_1": `{"minimumBidPrice":1.19,"uninterruptablePrice":1.89,"stockStatus":"High"}`}),
+				gpuType(sxm, map[string]string{"lp_s_1": `{"minimumBidPrice":1.19,"uninterruptablePrice":1.89,"stockStatus":"None"}`})),
 			dropped: []string{
-				`runpod:NVIDIA A100-SXM4-80GB: duplicate: NVIDIA A100-SXM4-80GB at data.gpuTypes[0] contradicts data.gpuTypes[1] (lowestPrice.stockStatus gives 4 vs 0 units): all 2 entries dropped`,
-				`runpod:NVIDIA A100-SXM4-80GB: duplicate: NVIDIA A100-SXM4-80GB at data.gpuTypes[1] contradicts data.gpuTypes[0] (lowestPrice.stockStatus gives 0 vs 4 units): all 2 entries dropped`,
+				`runpod:NVIDIA A100-SXM4-80GB: duplicate: NVIDIA A100-SXM4-80GB at data.gpuTypes[0] contradicts data.gpuTypes[1] (lp_s_1.stockStatus gives 4 vs 0 units): all 2 entries dropped`,
+				`runpod:NVIDIA A100-SXM4-80GB: duplicate: NVIDIA A100-SXM4-80GB at data.gpuTypes[1] contradicts data.gpuTypes[0] (lp_s_1.stockStatus gives 0 vs 4 units): all 2 entries dropped`,
+			},
+		},
+		{
+			name: "one entry priced by lowestPrice, the other by the flat field",
+			body: body(sxmType, gpuType(sxm, map[string]string{"lp_s_1": `{"minimumBidPrice":1.19,"uninterruptablePrice":1.85,"stockStatus":"High"}`})),
+			dropped: []string{
+				`runpod:NVIDIA A100-SXM4-80GB: duplicate: NVIDIA A100-SXM4-80GB at data.gpuTypes[0] contradicts data.gpuTypes[1] (securePrice 1.89 vs lp_s_1.uninterruptablePrice 1.85): all 2 entries dropped`,
+				`runpod:NVIDIA A100-SXM4-80GB: duplicate: NVIDIA A100-SXM4-80GB at data.gpuTypes[1] contradicts data.gpuTypes[0] (lp_s_1.uninterruptablePrice 1.85 vs securePrice 1.89): all 2 entries dropped`,
 			},
 		},
 		{
@@ -212,6 +222,7 @@ func TestGPUTypeIDsAskedOnce(t *testing.T) {
 		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			b, _ := io.ReadAll(r.Body)
 			query = gjson.GetBytes(b, "query").String()
+			w.Header().Set("Content-Type", "application/json")
 			_, _ = w.Write(body(gpuType(sxm, nil)))
 		}))
 		_, dropped, err := runpod.New(runpod.Config{BaseURL: srv.URL, GPUTypeIDs: tc.ids, Now: clock}).Offers(context.Background())

@@ -22,8 +22,16 @@ const Currency = "USD"
 // and policy data maps runpod/global to the overseas zone.
 const Region = "global"
 
-// Source is the Offer.Source of every RunPod offer.
+// Source starts the Offer.Source of every RunPod offer; the rest names the
+// field the price came from: "runpod graphql gpuTypes lp_s_4: lowestPrice(gpuCount:4, secureCloud:true)"
+// or "runpod graphql gpuTypes securePrice (fallback: no lowestPrice for 4 GPUs)".
 const Source = "runpod graphql gpuTypes"
+
+// Units reported per lowestPrice.stockStatus (each capped by Config.MaxUnits).
+// RunPod publishes a level, not a count; these are Sluice's reading of it:
+// High is enough for a few pods, Medium a couple, Low one. None or null is 0
+// (the offer is kept; the planner refuses it as no-capacity).
+var StockUnits = map[string]int{"High": 4, "Medium": 2, "Low": 1, "None": 0}
 
 // clouds are the two RunPod clouds; each is a separate offer (different
 // hosts, different prices). Field names are <cloud>Cloud, <cloud>Price, <cloud>SpotPrice.
@@ -37,24 +45,35 @@ var clouds = []string{"secure", "community"}
 // ignored.
 //
 // For each GPU type × cloud (secure, community: only when <cloud>Cloud is
-// true) × market (on-demand from <cloud>Price, spot from <cloud>SpotPrice) ×
-// n in cfg.GPUCounts with n ≤ maxGpuCount, one Offer is made. Each
-// (cloud, market) price stands alone: a price that is null or 0 means the
-// cloud does not sell that market (no offer, nothing dropped); a price that is
-// missing from the object or cannot be read drops that cloud × market only,
-// with a reason naming the field and value — a bad securePrice never takes
-// the secure spot offers with it, nor the other way round.
+// true) × market (on-demand, spot) × n in cfg.GPUCounts with n ≤ maxGpuCount,
+// at most one Offer is made. Precedence, per cloud and n:
+//
+//  1. lowestPrice for that count and cloud — the member LowestPriceAlias(cloud, n)
+//     ("lp_s_4") of the GpuType, when it is present and not null: on-demand
+//     from its uninterruptablePrice, spot from its minimumBidPrice (both per
+//     GPU-hour), UnitsAvailable from its stockStatus (StockUnits: High 4,
+//     Medium 2, Low 1, capped by cfg.MaxUnits; "None", null or missing 0).
+//     The flat fields are not consulted for that count at all.
+//  2. Otherwise (the alias is missing or null: not asked, or RunPod had no
+//     answer) the flat per-GPU fields <cloud>Price / <cloud>SpotPrice, with
+//     UnitsAvailable cfg.MaxUnits (no stock figure).
+//
+// A price that is null or 0 means that market is not sold (no offer, nothing
+// dropped). A price that is missing from its object or cannot be read drops
+// that market only, with a reason naming the field and value: for a
+// lowestPrice the Ref is the offer id ("runpod:<id>:secure:4x:spot"), for a
+// flat field, read once per cloud × market, "runpod:<id>:<cloud>:<market>".
+// A lowestPrice member that is not an object, or whose stockStatus is not one
+// of High, Medium, Low, None (or null), drops both markets of that count.
 //
 //   - ID "runpod:<gpuTypeId>:<secure|community>:<n>x:<on-demand|spot>", SKU the gpuTypeId
 //   - UnitPrice = per-GPU price × n, USD per unit-hour (a unit is n GPUs);
 //     RawPrice the per-GPU JSON token as sent, Basis sluice.PerGPUHour
-//   - MinBid (spot only) = spot price × n: RunPod bids are per GPU (bidPerGpu, §2.1)
+//   - MinBid (spot only) = the spot price × n: RunPod bids are per GPU (bidPerGpu, §2.1)
 //   - GPUModel "A100-80GB" (memoryInGb 80) or "A100-40GB" (memoryInGb 40)
-//   - Region "global", UnitsAvailable cfg.MaxUnits, or 0 when
-//     lowestPrice.stockStatus is "None"
+//   - Region "global"; Source names the field the price came from
 //
-// lowestPrice.minimumBidPrice/uninterruptablePrice are not used: they are for
-// gpuCount 1 across both clouds.
+// Offers come per type, cloud, market (on-demand first), then count.
 //
 // Duplicates: a requested gpuTypeId listed more than once in one response is
 // judged on the offers each entry gives. If every entry gives the same offers
@@ -123,7 +142,7 @@ func ParseGPUTypes(body []byte, now time.Time, cfg Config) ([]sluice.Offer, []sl
 		for i := range entries {
 			sub := parser{cfg: cfg, now: now}
 			sub.gpuType(entries[i].t, id)
-			entries[i].offers, entries[i].dropped = sub.offers, sub.dropped
+			entries[i].offers, entries[i].dropped, entries[i].fields = sub.offers, sub.dropped, sub.fields
 		}
 		p.resolve(id, entries)
 	}
@@ -136,6 +155,7 @@ type entry struct {
 	t       gjson.Result
 	offers  []sluice.Offer
 	dropped []sluice.DroppedOffer
+	fields  map[string]wireField
 }
 
 type parser struct {
@@ -143,6 +163,15 @@ type parser struct {
 	now     time.Time
 	offers  []sluice.Offer
 	dropped []sluice.DroppedOffer
+	// fields records, per offer id, where its price and units came from
+	// (for the duplicate rule's messages).
+	fields map[string]wireField
+}
+
+// wireField is where an offer's price and units were read.
+type wireField struct {
+	price string // "lp_s_4.uninterruptablePrice", "securePrice"
+	units string // "lp_s_4.stockStatus", "Config.MaxUnits (no lowestPrice)"
 }
 
 func (p *parser) drop(ref, format string, args ...any) {
@@ -206,15 +235,20 @@ func offerDiff(ea, eb entry) string {
 	for _, x := range a {
 		inA[x.ID] = true
 		y, ok := inB[x.ID]
+		fx, fy := ea.fields[x.ID], eb.fields[x.ID]
 		switch {
 		case !ok:
 			return fmt.Sprintf("%s %s offers at %s only", cloudOf(x), x.Market, ea.pos)
+		case !x.UnitPrice.Amount.Equal(y.UnitPrice.Amount) && fx.price == fy.price:
+			return fmt.Sprintf("%s %s vs %s", fx.price, x.RawPrice, y.RawPrice)
 		case !x.UnitPrice.Amount.Equal(y.UnitPrice.Amount):
-			return fmt.Sprintf("%s %s vs %s", priceField(x), x.RawPrice, y.RawPrice)
+			return fmt.Sprintf("%s %s vs %s %s", fx.price, x.RawPrice, fy.price, y.RawPrice)
 		case x.GPUModel != y.GPUModel:
 			return fmt.Sprintf("memoryInGb gives %s vs %s", x.GPUModel, y.GPUModel)
+		case x.UnitsAvailable != y.UnitsAvailable && fx.units == fy.units:
+			return fmt.Sprintf("%s gives %d vs %d units", fx.units, x.UnitsAvailable, y.UnitsAvailable)
 		case x.UnitsAvailable != y.UnitsAvailable:
-			return fmt.Sprintf("lowestPrice.stockStatus gives %d vs %d units", x.UnitsAvailable, y.UnitsAvailable)
+			return fmt.Sprintf("%s gives %d vs %s %d units", fx.units, x.UnitsAvailable, fy.units, y.UnitsAvailable)
 		}
 	}
 	for _, y := range b {
@@ -232,14 +266,6 @@ func cloudOf(o sluice.Offer) string {
 		return ""
 	}
 	return parts[len(parts)-3]
-}
-
-// priceField is the wire field an offer's price came from.
-func priceField(o sluice.Offer) string {
-	if o.Market == sluice.Spot {
-		return cloudOf(o) + "SpotPrice"
-	}
-	return cloudOf(o) + "Price"
 }
 
 // gpuType turns one GpuType object (already known to be an object with a
@@ -261,24 +287,95 @@ func (p *parser) gpuType(t gjson.Result, id string) {
 		p.drop(ref, "maxGpuCount %s: not a positive integer", rawOrMissing(mr))
 		return
 	}
-	units := p.cfg.MaxUnits
-	if t.Get("lowestPrice.stockStatus").String() == "None" {
-		units = 0
+	var counts []int
+	for _, n := range p.cfg.GPUCounts {
+		if n >= 1 && n <= maxCount && !slices.Contains(counts, n) {
+			counts = append(counts, n)
+		}
 	}
 
 	for _, cloud := range clouds {
 		if t.Get(cloud+"Cloud").Type != gjson.True {
 			continue
 		}
-		// Each market of the cloud is priced on its own: one bad price drops
-		// that market's offers only.
-		if onDemand, ok := p.price(t, cloud+"Price", ref+":"+cloud+":on-demand"); ok {
-			p.emit(id, model, cloud, sluice.OnDemand, onDemand, maxCount, units)
+		// Each count's lowestPrice is read once, for both markets; a
+		// count without one falls back to the flat field, read once per
+		// cloud × market (one reason when it is bad, not one per count).
+		type quote struct {
+			lp    gjson.Result
+			units int
+			ok    bool // the lowestPrice member is usable
+			flat  bool // no lowestPrice member: the flat field is used
 		}
-		if spot, ok := p.price(t, cloud+"SpotPrice", ref+":"+cloud+":spot"); ok {
-			p.emit(id, model, cloud, sluice.Spot, spot, maxCount, units)
+		quotes := make([]quote, len(counts))
+		for i, n := range counts {
+			alias := LowestPriceAlias(cloud, n)
+			lp := t.Get(alias)
+			if !lp.Exists() || lp.Type == gjson.Null {
+				quotes[i] = quote{flat: true, units: p.cfg.MaxUnits}
+				continue
+			}
+			oref := fmt.Sprintf("%s:%s:%dx", ref, cloud, n)
+			if !lp.IsObject() {
+				p.drop(oref, "%s %s: not an object", alias, snippetString(lp.Raw))
+				continue
+			}
+			units, why := p.stockUnits(lp.Get("stockStatus"))
+			if why != "" {
+				p.drop(oref, "%s.stockStatus %s", alias, why)
+				continue
+			}
+			quotes[i] = quote{lp: lp, units: units, ok: true}
+		}
+		for _, m := range []struct {
+			market     sluice.Market
+			lpField    string
+			flatField  string
+			flatRead   bool
+			flatPrice  wirePrice
+			flatOffers bool
+		}{
+			{market: sluice.OnDemand, lpField: "uninterruptablePrice", flatField: cloud + "Price"},
+			{market: sluice.Spot, lpField: "minimumBidPrice", flatField: cloud + "SpotPrice"},
+		} {
+			for i, n := range counts {
+				q := quotes[i]
+				switch {
+				case q.flat:
+					if !m.flatRead {
+						m.flatRead = true
+						m.flatPrice, m.flatOffers = p.price(t, m.flatField, m.flatField, fmt.Sprintf("%s:%s:%s", ref, cloud, m.market))
+					}
+					if m.flatOffers {
+						p.emit(id, model, cloud, m.market, n, m.flatPrice, q.units,
+							wireField{m.flatField, "Config.MaxUnits (no lowestPrice)"},
+							fmt.Sprintf("%s %s (fallback: no lowestPrice for %d GPUs)", Source, m.flatField, n))
+					}
+				case q.ok:
+					alias := LowestPriceAlias(cloud, n)
+					label := alias + "." + m.lpField
+					if w, ok := p.price(q.lp, m.lpField, label, fmt.Sprintf("%s:%s:%dx:%s", ref, cloud, n, m.market)); ok {
+						p.emit(id, model, cloud, m.market, n, w, q.units,
+							wireField{label, alias + ".stockStatus"},
+							fmt.Sprintf("%s %s: lowestPrice(gpuCount:%d, secureCloud:%t)", Source, alias, n, cloud == "secure"))
+					}
+				}
+			}
 		}
 	}
+}
+
+// stockUnits maps a lowestPrice stockStatus to units (StockUnits, capped by
+// cfg.MaxUnits); null or missing is no stock. why is set for any other value.
+func (p *parser) stockUnits(r gjson.Result) (units int, why string) {
+	if !r.Exists() || r.Type == gjson.Null {
+		return 0, ""
+	}
+	u, ok := StockUnits[r.String()]
+	if r.Type != gjson.String || !ok {
+		return 0, fmt.Sprintf("%s: not High, Medium, Low or None", snippetString(r.Raw))
+	}
+	return min(u, p.cfg.MaxUnits), ""
 }
 
 // wirePrice is a per-GPU-hour price with its JSON token text.
@@ -287,19 +384,20 @@ type wirePrice struct {
 	raw    string
 }
 
-// price reads field as a positive per-GPU-hour price. A null or zero price
-// means "not offered" (ok false, nothing dropped). A missing field (the query
-// asks for every price field, so GraphQL always sends it, null at worst) or a
-// price that cannot be read is dropped with a reason.
-func (p *parser) price(t gjson.Result, field, ref string) (wirePrice, bool) {
-	r := t.Get(field)
+// price reads field of obj as a positive per-GPU-hour price; label names it
+// in reasons. A null or zero price means "not offered" (ok false, nothing
+// dropped). A missing field (the query asks for every price field, so
+// GraphQL always sends it, null at worst) or a price that cannot be read is
+// dropped with a reason under ref.
+func (p *parser) price(obj gjson.Result, field, label, ref string) (wirePrice, bool) {
+	r := obj.Get(field)
 	if !r.Exists() {
-		p.drop(ref, "%s: missing", field)
+		p.drop(ref, "%s: missing", label)
 		return wirePrice{}, false
 	}
 	d, present, err := pricing.WireAmount(r)
 	if err != nil {
-		p.drop(ref, "%s %q: %v", field, r.Raw, err)
+		p.drop(ref, "%s %q: %v", label, r.Raw, err)
 		return wirePrice{}, false
 	}
 	if !present || d.IsZero() {
@@ -308,35 +406,32 @@ func (p *parser) price(t gjson.Result, field, ref string) (wirePrice, bool) {
 	return wirePrice{perGPU: d, raw: r.Raw}, true
 }
 
-func (p *parser) emit(id, model, cloud string, market sluice.Market, w wirePrice, maxCount, units int) {
-	done := map[int]bool{}
-	for _, n := range p.cfg.GPUCounts {
-		if n < 1 || n > maxCount || done[n] {
-			continue
-		}
-		done[n] = true
-		unit := sluice.Money{Amount: w.perGPU.Mul(decimal.NewFromInt(int64(n))), Currency: Currency}
-		o := sluice.Offer{
-			ID:             fmt.Sprintf("%s:%s:%s:%dx:%s", Provider, id, cloud, n, market),
-			Provider:       Provider,
-			SKU:            id,
-			GPUModel:       model,
-			GPUsPerUnit:    n,
-			Region:         Region,
-			Market:         market,
-			UnitPrice:      unit,
-			Basis:          sluice.PerGPUHour,
-			RawPrice:       w.raw,
-			UnitsAvailable: units,
-			FetchedAt:      p.now,
-			ExpiresAt:      p.now.Add(p.cfg.TTL),
-			Source:         Source,
-		}
-		if market == sluice.Spot {
-			o.MinBid = unit
-		}
-		p.offers = append(p.offers, o)
+func (p *parser) emit(id, model, cloud string, market sluice.Market, n int, w wirePrice, units int, f wireField, source string) {
+	unit := sluice.Money{Amount: w.perGPU.Mul(decimal.NewFromInt(int64(n))), Currency: Currency}
+	o := sluice.Offer{
+		ID:             fmt.Sprintf("%s:%s:%s:%dx:%s", Provider, id, cloud, n, market),
+		Provider:       Provider,
+		SKU:            id,
+		GPUModel:       model,
+		GPUsPerUnit:    n,
+		Region:         Region,
+		Market:         market,
+		UnitPrice:      unit,
+		Basis:          sluice.PerGPUHour,
+		RawPrice:       w.raw,
+		UnitsAvailable: units,
+		FetchedAt:      p.now,
+		ExpiresAt:      p.now.Add(p.cfg.TTL),
+		Source:         source,
 	}
+	if market == sluice.Spot {
+		o.MinBid = unit
+	}
+	p.offers = append(p.offers, o)
+	if p.fields == nil {
+		p.fields = map[string]wireField{}
+	}
+	p.fields[o.ID] = f
 }
 
 // gpuModel maps memoryInGb (GB per GPU) to the canonical A100 model name.

@@ -2,24 +2,38 @@
 // (gpuTypes, providers.md §2.1) for the configured GPU types and turns each
 // GPU type × cloud × market × GPU count into a sluice.Offer.
 //
+// Each GPU count N is quoted on its own: the query asks, inside every
+// gpuTypes field, one aliased lowestPrice per cloud and count
+// ("lp_s_4: lowestPrice(input:{gpuCount:4, secureCloud:true}) {…}", see
+// Query), because RunPod's per-count prices are not N × the 1-GPU price
+// (the catalog's 2x/4x/8x A100 80GB PCIe pods are 1.62 per GPU-hour, the 1x
+// pod 1.64). The flat securePrice/communityPrice fields are only a fallback
+// (see ParseGPUTypes for the precedence).
+//
 // RunPod prices are JSON Floats in USD per GPU-hour (providers.md §0, §2.1).
 // They are read as decimal from the raw JSON token text (never float64); the
 // token is kept in Offer.RawPrice with Basis sluice.PerGPUHour, and
 // Offer.UnitPrice is that per-GPU price × GPUs per unit, exactly.
+//
+// Responses are read with pricing.ReadBody (size cap, status classes,
+// Content-Type application/json); every error this package returns is
+// classed (pricing.Classify): *HTTPError by status, *GraphQLError auth or
+// bad-response by its messages.
 package runpod
 
 import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
-	"io"
 	"net/http"
 	"slices"
 	"strings"
 	"time"
 
 	"github.com/sluicehq/sluice"
+	"github.com/sluicehq/sluice/pricing"
 )
 
 // Provider is the provider name used in offers.
@@ -39,9 +53,6 @@ var DefaultGPUTypeIDs = []string{"NVIDIA A100 80GB PCIe", "NVIDIA A100-SXM4-80GB
 // (each capped by the type's maxGpuCount).
 var DefaultGPUCounts = []int{1, 2, 4, 8}
 
-// maxBody caps how much of a response is read.
-const maxBody = 8 << 20
-
 // Config configures a Client. Zero fields take the defaults above.
 type Config struct {
 	// BaseURL is the GraphQL endpoint itself (not a prefix), default
@@ -52,10 +63,14 @@ type Config struct {
 	// GPUTypeIDs are the gpuTypeIds asked for (each once, however often it is
 	// listed); types in the response that are not listed here are ignored.
 	GPUTypeIDs []string
-	// GPUCounts are the GPUs-per-unit quoted for each type, capped by its maxGpuCount.
+	// GPUCounts are the GPUs-per-unit quoted for each type (one lowestPrice
+	// per cloud and count in the query); counts above a type's maxGpuCount
+	// give no offer. Counts below 1 or listed twice are ignored.
 	GPUCounts []int
-	// MaxUnits is how many units each offer is assumed to have available
-	// (gpuTypes carries no count): default 4; 0 when lowestPrice.stockStatus is "None".
+	// MaxUnits caps the units an offer reports: lowestPrice.stockStatus High
+	// → 4, Medium → 2, Low → 1, each at most MaxUnits; None or null → 0. An
+	// offer priced from the securePrice/communityPrice fallback (no stock
+	// figure) reports MaxUnits. Default 4.
 	MaxUnits int
 	// TTL is how long an offer is valid after it was fetched (ExpiresAt = FetchedAt + TTL).
 	TTL        time.Duration
@@ -83,6 +98,13 @@ func (c Config) withDefaults() Config {
 	if len(c.GPUCounts) == 0 {
 		c.GPUCounts = DefaultGPUCounts
 	}
+	var counts []int
+	for _, n := range c.GPUCounts {
+		if n >= 1 && !slices.Contains(counts, n) {
+			counts = append(counts, n)
+		}
+	}
+	c.GPUCounts = counts
 	if c.MaxUnits <= 0 {
 		c.MaxUnits = DefaultMaxUnits
 	}
@@ -115,21 +137,50 @@ func (c *Client) Name() string { return Provider }
 // (the replay server looks up "graphql.<OperationName>.json" first).
 const OperationName = "GpuTypes"
 
-// gpuTypeFields is the selection set asked for each GPU type (providers.md §2.1).
+// gpuTypeFields is the selection set asked for each GPU type (providers.md
+// §2.1), before the lowestPrice aliases.
 const gpuTypeFields = `id displayName memoryInGb maxGpuCount secureCloud communityCloud ` +
-	`securePrice communityPrice secureSpotPrice communitySpotPrice ` +
-	`lowestPrice(input:{gpuCount:1}){minimumBidPrice uninterruptablePrice stockStatus}`
+	`securePrice communityPrice secureSpotPrice communitySpotPrice`
 
-// Query returns the GraphQL document sent for ids: one aliased
-// gpuTypes(input:{id:…}) field per id (gpu0, gpu1, …), so one POST fetches them all.
-func Query(ids []string) string {
+// lowestPriceFields is the selection set of every lowestPrice alias.
+const lowestPriceFields = `minimumBidPrice uninterruptablePrice stockStatus`
+
+// LowestPriceAlias is the alias of the lowestPrice field for cloud
+// ("secure" or "community") and GPU count n: "lp_s_4", "lp_c_1".
+func LowestPriceAlias(cloud string, n int) string {
+	return fmt.Sprintf("lp_%c_%d", cloud[0], n)
+}
+
+// Query returns the GraphQL document sent for ids and counts: one aliased
+// gpuTypes(input:{id:…}) field per id (gpu0, gpu1, …), so one POST fetches
+// them all, and inside each, for every count n (≥ 1, each once) and both
+// clouds, an aliased
+//
+//	lp_s_<n>: lowestPrice(input:{gpuCount:<n>, secureCloud:true}) { minimumBidPrice uninterruptablePrice stockStatus }
+//	lp_c_<n>: lowestPrice(input:{gpuCount:<n>, secureCloud:false}) { … }
+//
+// The type's maxGpuCount is not known when asking, so every configured count
+// is asked; ParseGPUTypes ignores counts above it.
+func Query(ids []string, counts []int) string {
+	var lp strings.Builder
+	done := map[int]bool{}
+	for _, n := range counts {
+		if n < 1 || done[n] {
+			continue
+		}
+		done[n] = true
+		for _, cloud := range clouds {
+			fmt.Fprintf(&lp, " %s: lowestPrice(input:{gpuCount:%d, secureCloud:%t}) { %s }",
+				LowestPriceAlias(cloud, n), n, cloud == "secure", lowestPriceFields)
+		}
+	}
 	var b strings.Builder
 	b.WriteString("query ")
 	b.WriteString(OperationName)
 	b.WriteString(" {")
 	for i, id := range ids {
 		lit, _ := json.Marshal(id) // a JSON string is a valid GraphQL string literal
-		fmt.Fprintf(&b, " gpu%d: gpuTypes(input:{id:%s}) { %s }", i, lit, gpuTypeFields)
+		fmt.Fprintf(&b, " gpu%d: gpuTypes(input:{id:%s}) { %s%s }", i, lit, gpuTypeFields, lp.String())
 	}
 	b.WriteString(" }")
 	return b.String()
@@ -144,21 +195,54 @@ func (e *GraphQLError) Error() string {
 	return fmt.Sprintf("runpod: graphql errors: %s", strings.Join(e.Messages, "; "))
 }
 
-// HTTPError is a non-2xx response from the GraphQL endpoint (401 for a bad key).
+// ErrorClass is auth when a message speaks of a missing or bad key
+// (contains "unauthorized" or "api key", any case), else bad-response: an
+// answer with errors is not the data the query documents.
+func (e *GraphQLError) ErrorClass() string {
+	for _, m := range e.Messages {
+		l := strings.ToLower(m)
+		if strings.Contains(l, "unauthorized") || strings.Contains(l, "api key") {
+			return pricing.ClassAuth
+		}
+	}
+	return pricing.ClassBadResponse
+}
+
+// HTTPError is a non-2xx response from the GraphQL endpoint (401 for a bad
+// key). Err is the *pricing.HTTPError it came from (status class, Retry-After).
 type HTTPError struct {
 	Status int
 	Body   string // the start of the body, for the message
+	// RetryAfter is the Retry-After header of a 429/503 (0 when absent).
+	RetryAfter time.Duration
+	Err        *pricing.HTTPError
 }
 
 func (e *HTTPError) Error() string {
-	return fmt.Sprintf("runpod: graphql HTTP %d %s: %s", e.Status, http.StatusText(e.Status), e.Body)
+	return fmt.Sprintf("runpod: graphql HTTP %d %s (%s): %s", e.Status, http.StatusText(e.Status), e.ErrorClass(), e.Body)
+}
+
+// ErrorClass is the status class: 401/403 auth, 429 throttled, 5xx
+// unavailable, any other bad-response.
+func (e *HTTPError) ErrorClass() string {
+	if e.Err != nil && e.Err.Class != "" {
+		return e.Err.Class
+	}
+	return pricing.ClassBadResponse
+}
+
+func (e *HTTPError) Unwrap() error {
+	if e.Err == nil {
+		return nil
+	}
+	return e.Err
 }
 
 // Offers POSTs the gpuTypes query and normalises the answer (see ParseGPUTypes).
 func (c *Client) Offers(ctx context.Context) ([]sluice.Offer, []sluice.DroppedOffer, error) {
 	payload, err := json.Marshal(map[string]any{
 		"operationName": OperationName,
-		"query":         Query(c.cfg.GPUTypeIDs),
+		"query":         Query(c.cfg.GPUTypeIDs, c.cfg.GPUCounts),
 		"variables":     map[string]any{},
 	})
 	if err != nil {
@@ -177,13 +261,14 @@ func (c *Client) Offers(ctx context.Context) ([]sluice.Offer, []sluice.DroppedOf
 	if err != nil {
 		return nil, nil, fmt.Errorf("runpod: POST graphql: %w", err)
 	}
-	defer resp.Body.Close()
-	body, err := io.ReadAll(io.LimitReader(resp.Body, maxBody))
+	body, err := pricing.ReadBody(resp, Provider, "POST graphql", "application/json")
 	if err != nil {
-		return nil, nil, fmt.Errorf("runpod: reading graphql response: %w", err)
-	}
-	if resp.StatusCode < 200 || resp.StatusCode > 299 {
-		return nil, nil, &HTTPError{Status: resp.StatusCode, Body: snippet(body)}
+		var he *pricing.HTTPError
+		if errors.As(err, &he) && (he.Status < 200 || he.Status > 299) {
+			return nil, nil, &HTTPError{Status: he.Status, Body: snippet(body), RetryAfter: he.RetryAfter, Err: he}
+		}
+		// A 2xx that is too large or not JSON by its Content-Type (bad-response).
+		return nil, nil, fmt.Errorf("runpod: graphql response: %w", err)
 	}
 	return ParseGPUTypes(body, c.cfg.Now(), c.cfg)
 }
@@ -191,7 +276,7 @@ func (c *Client) Offers(ctx context.Context) ([]sluice.Offer, []sluice.DroppedOf
 func snippet(b []byte) string {
 	s := strings.TrimSpace(string(b))
 	if len(s) > 200 {
-		s = s[:200] + "…"
+		s = strings.ToValidUTF8(s[:200], "") + "…"
 	}
 	return s
 }

@@ -20,6 +20,7 @@ import (
 	"github.com/tidwall/gjson"
 
 	"github.com/sluicehq/sluice"
+	"github.com/sluicehq/sluice/pricing"
 	"github.com/sluicehq/sluice/pricing/replay"
 	"github.com/sluicehq/sluice/pricing/runpod"
 )
@@ -55,19 +56,22 @@ func diff(t *testing.T, got, want []string) {
 }
 
 // fixtureOffers are the offers testdata/replay/runpod/graphql.json must produce.
+// Per-count prices come from the lowestPrice aliases (lp_s_<n>): the 2x/4x/8x
+// PCIe pods are 1.62 per GPU-hour on demand, so 3.24/6.48/12.96 as in the
+// catalog; SXM's stockStatus is Medium (2 units), PCIe's High (4).
 var fixtureOffers = []string{
 	"runpod:NVIDIA A100 80GB PCIe:secure:1x:on-demand | sku=NVIDIA A100 80GB PCIe A100-80GB x1 | global/ | on-demand | 1.64 USD | min_bid - | raw 1.64/gpu-hour | units 4",
-	"runpod:NVIDIA A100 80GB PCIe:secure:2x:on-demand | sku=NVIDIA A100 80GB PCIe A100-80GB x2 | global/ | on-demand | 3.28 USD | min_bid - | raw 1.64/gpu-hour | units 4",
-	"runpod:NVIDIA A100 80GB PCIe:secure:4x:on-demand | sku=NVIDIA A100 80GB PCIe A100-80GB x4 | global/ | on-demand | 6.56 USD | min_bid - | raw 1.64/gpu-hour | units 4",
-	"runpod:NVIDIA A100 80GB PCIe:secure:8x:on-demand | sku=NVIDIA A100 80GB PCIe A100-80GB x8 | global/ | on-demand | 13.12 USD | min_bid - | raw 1.64/gpu-hour | units 4",
+	"runpod:NVIDIA A100 80GB PCIe:secure:2x:on-demand | sku=NVIDIA A100 80GB PCIe A100-80GB x2 | global/ | on-demand | 3.24 USD | min_bid - | raw 1.62/gpu-hour | units 4",
+	"runpod:NVIDIA A100 80GB PCIe:secure:4x:on-demand | sku=NVIDIA A100 80GB PCIe A100-80GB x4 | global/ | on-demand | 6.48 USD | min_bid - | raw 1.62/gpu-hour | units 4",
+	"runpod:NVIDIA A100 80GB PCIe:secure:8x:on-demand | sku=NVIDIA A100 80GB PCIe A100-80GB x8 | global/ | on-demand | 12.96 USD | min_bid - | raw 1.62/gpu-hour | units 4",
 	"runpod:NVIDIA A100 80GB PCIe:secure:1x:spot | sku=NVIDIA A100 80GB PCIe A100-80GB x1 | global/ | spot | 1.19 USD | min_bid 1.19 USD | raw 1.19/gpu-hour | units 4",
 	"runpod:NVIDIA A100 80GB PCIe:secure:2x:spot | sku=NVIDIA A100 80GB PCIe A100-80GB x2 | global/ | spot | 2.38 USD | min_bid 2.38 USD | raw 1.19/gpu-hour | units 4",
 	"runpod:NVIDIA A100 80GB PCIe:secure:4x:spot | sku=NVIDIA A100 80GB PCIe A100-80GB x4 | global/ | spot | 4.76 USD | min_bid 4.76 USD | raw 1.19/gpu-hour | units 4",
 	"runpod:NVIDIA A100 80GB PCIe:secure:8x:spot | sku=NVIDIA A100 80GB PCIe A100-80GB x8 | global/ | spot | 9.52 USD | min_bid 9.52 USD | raw 1.19/gpu-hour | units 4",
-	"runpod:NVIDIA A100-SXM4-80GB:secure:1x:on-demand | sku=NVIDIA A100-SXM4-80GB A100-80GB x1 | global/ | on-demand | 1.89 USD | min_bid - | raw 1.89/gpu-hour | units 4",
-	"runpod:NVIDIA A100-SXM4-80GB:secure:2x:on-demand | sku=NVIDIA A100-SXM4-80GB A100-80GB x2 | global/ | on-demand | 3.78 USD | min_bid - | raw 1.89/gpu-hour | units 4",
-	"runpod:NVIDIA A100-SXM4-80GB:secure:4x:on-demand | sku=NVIDIA A100-SXM4-80GB A100-80GB x4 | global/ | on-demand | 7.56 USD | min_bid - | raw 1.89/gpu-hour | units 4",
-	"runpod:NVIDIA A100-SXM4-80GB:secure:8x:on-demand | sku=NVIDIA A100-SXM4-80GB A100-80GB x8 | global/ | on-demand | 15.12 USD | min_bid - | raw 1.89/gpu-hour | units 4",
+	"runpod:NVIDIA A100-SXM4-80GB:secure:1x:on-demand | sku=NVIDIA A100-SXM4-80GB A100-80GB x1 | global/ | on-demand | 1.89 USD | min_bid - | raw 1.89/gpu-hour | units 2",
+	"runpod:NVIDIA A100-SXM4-80GB:secure:2x:on-demand | sku=NVIDIA A100-SXM4-80GB A100-80GB x2 | global/ | on-demand | 3.78 USD | min_bid - | raw 1.89/gpu-hour | units 2",
+	"runpod:NVIDIA A100-SXM4-80GB:secure:4x:on-demand | sku=NVIDIA A100-SXM4-80GB A100-80GB x4 | global/ | on-demand | 7.56 USD | min_bid - | raw 1.89/gpu-hour | units 2",
+	"runpod:NVIDIA A100-SXM4-80GB:secure:8x:on-demand | sku=NVIDIA A100-SXM4-80GB A100-80GB x8 | global/ | on-demand | 15.12 USD | min_bid - | raw 1.89/gpu-hour | units 2",
 }
 
 func TestOffersFromReplay(t *testing.T) {
@@ -90,9 +94,12 @@ func TestOffersFromReplay(t *testing.T) {
 	}
 	diff(t, rows(offers), fixtureOffers)
 	for _, o := range offers {
-		if o.Provider != "runpod" || o.Source != runpod.Source || !o.FetchedAt.Equal(now) || !o.ExpiresAt.Equal(now.Add(5*time.Minute)) {
+		if o.Provider != "runpod" || !strings.HasPrefix(o.Source, runpod.Source+" lp_s_") || !o.FetchedAt.Equal(now) || !o.ExpiresAt.Equal(now.Add(5*time.Minute)) {
 			t.Errorf("%s: provider %q source %q fetched %v expires %v", o.ID, o.Provider, o.Source, o.FetchedAt, o.ExpiresAt)
 		}
+	}
+	if got := offers[2].Source; got != "runpod graphql gpuTypes lp_s_4: lowestPrice(gpuCount:4, secureCloud:true)" {
+		t.Errorf("Source = %q", got)
 	}
 
 	reqs := srv.Requests("runpod")
@@ -110,28 +117,44 @@ func TestOffersFromReplay(t *testing.T) {
 	for _, want := range []string{
 		`gpu0: gpuTypes(input:{id:"NVIDIA A100 80GB PCIe"})`,
 		`gpu1: gpuTypes(input:{id:"NVIDIA A100-SXM4-80GB"})`,
-		`lowestPrice(input:{gpuCount:1}){minimumBidPrice uninterruptablePrice stockStatus}`,
+		`lp_s_1: lowestPrice(input:{gpuCount:1, secureCloud:true}) { minimumBidPrice uninterruptablePrice stockStatus }`,
+		`lp_c_1: lowestPrice(input:{gpuCount:1, secureCloud:false}) { minimumBidPrice uninterruptablePrice stockStatus }`,
+		`lp_s_4: lowestPrice(input:{gpuCount:4, secureCloud:true}) { minimumBidPrice uninterruptablePrice stockStatus }`,
+		`lp_c_8: lowestPrice(input:{gpuCount:8, secureCloud:false}) { minimumBidPrice uninterruptablePrice stockStatus }`,
 		"securePrice communityPrice secureSpotPrice communitySpotPrice",
 	} {
 		if !strings.Contains(q, want) {
 			t.Errorf("query lacks %q:\n%s", want, q)
 		}
 	}
+	// 2 types × 4 counts × 2 clouds.
+	if n := strings.Count(q, ": lowestPrice("); n != 16 {
+		t.Errorf("%d lowestPrice aliases, want 16", n)
+	}
 }
 
-// gpuType builds one GpuType JSON object; over replaces fields by their raw JSON.
+// gpuType builds one GpuType JSON object; over replaces fields by their raw
+// JSON ("-" deletes) and adds others (lowestPrice aliases such as "lp_s_4")
+// after them, sorted. Without aliases the flat prices are used (fallback).
 func gpuType(id string, over map[string]string) string {
 	f := map[string]string{
 		"id": fmt.Sprintf("%q", id), "displayName": `"A100"`, "memoryInGb": "80", "maxGpuCount": "8",
 		"secureCloud": "true", "communityCloud": "false",
 		"securePrice": "1.64", "communityPrice": "0", "secureSpotPrice": "1.19", "communitySpotPrice": "0",
-		"lowestPrice": `{"minimumBidPrice":1.19,"uninterruptablePrice":1.64,"stockStatus":"High"}`,
 	}
 	for k, v := range over {
 		f[k] = v
 	}
 	keys := []string{"id", "displayName", "memoryInGb", "maxGpuCount", "secureCloud", "communityCloud",
-		"securePrice", "communityPrice", "secureSpotPrice", "communitySpotPrice", "lowestPrice"}
+		"securePrice", "communityPrice", "secureSpotPrice", "communitySpotPrice"}
+	var extra []string
+	for k := range f {
+		if !slices.Contains(keys, k) {
+			extra = append(extra, k)
+		}
+	}
+	slices.Sort(extra)
+	keys = append(keys, extra...)
 	var parts []string
 	for _, k := range keys {
 		if v := f[k]; v != "-" {
@@ -223,7 +246,9 @@ func TestParseGPUTypes(t *testing.T) {
 			cfg:  runpod.Config{GPUTypeIDs: []string{"NVIDIA A100-PCIE-40GB"}},
 			body: body(gpuType("NVIDIA A100-PCIE-40GB", map[string]string{
 				"memoryInGb": "40", "maxGpuCount": "2", "securePrice": "1.1", "secureSpotPrice": "0",
-				"lowestPrice": `{"minimumBidPrice":null,"uninterruptablePrice":1.1,"stockStatus":"None"}`,
+				"lp_s_1": `{"minimumBidPrice":null,"uninterruptablePrice":1.1,"stockStatus":"None"}`,
+				"lp_s_2": `{"minimumBidPrice":null,"uninterruptablePrice":1.1,"stockStatus":"None"}`,
+				"lp_s_4": `{"minimumBidPrice":1.0,"uninterruptablePrice":1.0,"stockStatus":"High"}`,
 			})),
 			want: []string{
 				"runpod:NVIDIA A100-PCIE-40GB:secure:1x:on-demand | sku=NVIDIA A100-PCIE-40GB A100-40GB x1 | global/ | on-demand | 1.1 USD | min_bid - | raw 1.1/gpu-hour | units 0",
@@ -324,20 +349,58 @@ func TestParseGPUTypesErrors(t *testing.T) {
 
 func TestOffersHTTPErrors(t *testing.T) {
 	tests := []struct {
-		name   string
-		status int
-		body   string
-		check  func(t *testing.T, err error)
+		name        string
+		status      int
+		contentType string
+		header      map[string]string
+		body        string
+		class       string
+		check       func(t *testing.T, err error)
 	}{
-		{"401", 401, `{"error":"Unauthorized"}`, func(t *testing.T, err error) {
+		{"401", 401, "application/json", nil, `{"error":"Unauthorized"}`, pricing.ClassAuth, func(t *testing.T, err error) {
 			var he *runpod.HTTPError
-			if !errors.As(err, &he) || he.Status != 401 || !strings.Contains(err.Error(), "runpod") || !strings.Contains(err.Error(), "401") {
+			if !errors.As(err, &he) || he.Status != 401 || he.Body != `{"error":"Unauthorized"}` ||
+				err.Error() != `runpod: graphql HTTP 401 Unauthorized (auth): {"error":"Unauthorized"}` {
+				t.Errorf("err = %v", err)
+			}
+			var pe *pricing.HTTPError
+			if !errors.As(err, &pe) || pe.Provider != "runpod" || pe.Op != "POST graphql" {
+				t.Errorf("no *pricing.HTTPError in %v", err)
+			}
+		}},
+		{"429 with Retry-After", 429, "application/json", map[string]string{"Retry-After": "7"}, `{"errors":[{"message":"rate limited"}]}`, pricing.ClassThrottled, func(t *testing.T, err error) {
+			var he *runpod.HTTPError
+			if !errors.As(err, &he) || he.Status != 429 || he.RetryAfter != 7*time.Second {
+				t.Errorf("err = %#v", err)
+			}
+		}},
+		{"502 html", 502, "text/html", nil, `<html>bad gateway</html>`, pricing.ClassUnavailable, func(t *testing.T, err error) {
+			var he *runpod.HTTPError
+			if !errors.As(err, &he) || he.Status != 502 {
 				t.Errorf("err = %v", err)
 			}
 		}},
-		{"graphql errors in a 200", 200, `{"errors":[{"message":"Invalid API key"}]}`, func(t *testing.T, err error) {
+		{"graphql errors in a 200: bad key", 200, "application/json", nil, `{"errors":[{"message":"Invalid API key"}]}`, pricing.ClassAuth, func(t *testing.T, err error) {
 			var ge *runpod.GraphQLError
-			if !errors.As(err, &ge) || !strings.Contains(err.Error(), "Invalid API key") {
+			if !errors.As(err, &ge) || err.Error() != "runpod: graphql errors: Invalid API key" {
+				t.Errorf("err = %v", err)
+			}
+		}},
+		{"graphql errors in a 200: unauthorized", 200, "application/json; charset=utf-8", nil, `{"errors":[{"message":"Unauthorized request, please check your API key."}],"data":null}`, pricing.ClassAuth, func(t *testing.T, err error) {
+			var ge *runpod.GraphQLError
+			if !errors.As(err, &ge) {
+				t.Errorf("err = %v", err)
+			}
+		}},
+		{"graphql errors in a 200: other", 200, "application/json", nil, `{"errors":[{"message":"Something went wrong. Please try again later or contact support."}],"data":null}`, pricing.ClassBadResponse, func(t *testing.T, err error) {
+			var ge *runpod.GraphQLError
+			if !errors.As(err, &ge) || !slices.Equal(ge.Messages, []string{"Something went wrong. Please try again later or contact support."}) {
+				t.Errorf("err = %v", err)
+			}
+		}},
+		{"200 with an html content type", 200, "text/html; charset=utf-8", nil, `{"data":{"gpuTypes":[]}}`, pricing.ClassBadResponse, func(t *testing.T, err error) {
+			var pe *pricing.HTTPError
+			if !errors.As(err, &pe) || !strings.Contains(err.Error(), `content type "text/html; charset=utf-8", want [application/json]`) {
 				t.Errorf("err = %v", err)
 			}
 		}},
@@ -345,6 +408,10 @@ func TestOffersHTTPErrors(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				w.Header().Set("Content-Type", tt.contentType)
+				for k, v := range tt.header {
+					w.Header().Set(k, v)
+				}
 				w.WriteHeader(tt.status)
 				_, _ = w.Write([]byte(tt.body))
 			}))
@@ -352,6 +419,12 @@ func TestOffersHTTPErrors(t *testing.T) {
 			offers, _, err := runpod.New(runpod.Config{BaseURL: ts.URL, Now: clock}).Offers(context.Background())
 			if len(offers) != 0 {
 				t.Errorf("offers = %d", len(offers))
+			}
+			if err == nil {
+				t.Fatal("no error")
+			}
+			if got := pricing.Classify(err); got != tt.class {
+				t.Errorf("class %q, want %q (%v)", got, tt.class, err)
 			}
 			tt.check(t, err)
 		})
@@ -411,6 +484,10 @@ func FuzzParseGPUTypes(f *testing.F) {
 	f.Add([]byte(`{"data":{"gpuTypes":[null,1,"a",{}]}}`))
 	f.Add(body(gpuType(sxm, nil), gpuType(sxm, map[string]string{"securePrice": "9"}), gpuType(sxm, nil)))
 	f.Add(body(gpuType(pcie, map[string]string{"securePrice": "-", "secureSpotPrice": `"x"`})))
+	f.Add(body(gpuType(pcie, map[string]string{"communityCloud": "true",
+		"lp_s_2": `{"minimumBidPrice":1.19,"uninterruptablePrice":1.62,"stockStatus":"Low"}`,
+		"lp_c_2": `{"minimumBidPrice":-1,"uninterruptablePrice":"x","stockStatus":"Plenty"}`,
+		"lp_s_4": `7`, "lp_c_4": `null`, "lp_s_8": `{"stockStatus":null}`})))
 	f.Fuzz(func(t *testing.T, b []byte) {
 		offers, dropped, err := runpod.ParseGPUTypes(b, now, runpod.Config{GPUTypeIDs: []string{pcie, sxm, "NVIDIA A100-PCIE-40GB"}})
 		if err != nil && (len(offers) > 0 || len(dropped) > 0) {

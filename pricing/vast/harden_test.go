@@ -15,6 +15,7 @@ import (
 
 	"github.com/tidwall/gjson"
 
+	"github.com/sluicehq/sluice/pricing"
 	"github.com/sluicehq/sluice/pricing/vast"
 )
 
@@ -195,8 +196,9 @@ func TestOneSearchFails(t *testing.T) {
 	type answer struct {
 		status int
 		body   string
+		ct     string // Content-Type, default application/json
 	}
-	throttled := answer{429, `{"detail":"API requests too frequent endpoint threshold=4.5"}`}
+	throttled := answer{429, `{"detail":"API requests too frequent endpoint threshold=4.5"}`, ""}
 	cases := []struct {
 		name        string
 		answers     map[string]answer // by search type
@@ -204,7 +206,7 @@ func TestOneSearchFails(t *testing.T) {
 		wantDropped []string
 		check       func(t *testing.T, err error)
 	}{
-		{"bid 429, ondemand 200", map[string]answer{"ondemand": {200, ondemand}, "bid": throttled},
+		{"bid 429, ondemand 200", map[string]answer{"ondemand": {200, ondemand, ""}, "bid": throttled},
 			fixtureOnDemand, nil,
 			func(t *testing.T, err error) {
 				var te *vast.ThrottledError
@@ -212,7 +214,7 @@ func TestOneSearchFails(t *testing.T) {
 					t.Errorf("err = %v, want a *ThrottledError for bid, retry after 3s", err)
 				}
 			}},
-		{"ondemand 429, bid 200", map[string]answer{"ondemand": throttled, "bid": {200, bid}},
+		{"ondemand 429, bid 200", map[string]answer{"ondemand": throttled, "bid": {200, bid, ""}},
 			fixtureBid, nil,
 			func(t *testing.T, err error) {
 				var te *vast.ThrottledError
@@ -220,18 +222,27 @@ func TestOneSearchFails(t *testing.T) {
 					t.Errorf("err = %v, want a *ThrottledError for ondemand", err)
 				}
 			}},
-		{"bid 502, ondemand 200 with a dropped offer", map[string]answer{"ondemand": {200, withDrop}, "bid": {502, "<html>bad gateway</html>"}},
+		{"bid 502, ondemand 200 with a dropped offer", map[string]answer{"ondemand": {200, withDrop, ""}, "bid": {502, "<html>bad gateway</html>", "text/html"}},
 			[]string{od2}, []string{`vast:1:ondemand: dph_total "-1": negative`},
 			func(t *testing.T, err error) {
 				var he *vast.HTTPError
-				if !errors.As(err, &he) || he.Status != 502 || he.SearchType != "bid" {
-					t.Errorf("err = %v, want an *HTTPError 502 for bid", err)
+				if !errors.As(err, &he) || he.Status != 502 || he.SearchType != "bid" || pricing.Classify(err) != pricing.ClassUnavailable {
+					t.Errorf("err = %v, want an *HTTPError 502 for bid, unavailable", err)
 				}
 			}},
-		{"bid 200 but not JSON", map[string]answer{"ondemand": {200, ondemand}, "bid": {200, "<html>"}},
+		{"bid 200 but not JSON", map[string]answer{"ondemand": {200, ondemand, ""}, "bid": {200, "<html>", ""}},
 			fixtureOnDemand, nil,
 			func(t *testing.T, err error) {
 				if err == nil || !strings.Contains(err.Error(), "vast: bundles search type=bid: response is not JSON") {
+					t.Errorf("err = %v", err)
+				}
+			}},
+		{"bid 200 served as text/html", map[string]answer{"ondemand": {200, ondemand, ""}, "bid": {200, bid, "text/html; charset=utf-8"}},
+			fixtureOnDemand, nil,
+			func(t *testing.T, err error) {
+				var pe *pricing.HTTPError
+				if !errors.As(err, &pe) || pricing.Classify(err) != pricing.ClassBadResponse ||
+					!strings.Contains(err.Error(), `vast: bundles search type=bid: vast POST /api/v0/bundles/ type=bid: HTTP 200 (bad-response): content type "text/html; charset=utf-8", want [application/json]`) {
 					t.Errorf("err = %v", err)
 				}
 			}},
@@ -255,11 +266,15 @@ func TestOneSearchFails(t *testing.T) {
 				if a.status == 429 {
 					w.Header().Set("Retry-After", "3")
 				}
+				if a.ct == "" {
+					a.ct = "application/json"
+				}
+				w.Header().Set("Content-Type", a.ct)
 				w.WriteHeader(a.status)
 				_, _ = io.WriteString(w, a.body)
 			}))
 			defer srv.Close()
-			offers, dropped, err := vast.New(vast.Config{BaseURL: srv.URL, Now: clock}).Offers(context.Background())
+			offers, dropped, err := vast.New(vast.Config{BaseURL: srv.URL, Types: []string{"ondemand", "bid"}, Now: clock}).Offers(context.Background())
 			if err == nil {
 				t.Fatal("no error")
 			}
@@ -292,6 +307,7 @@ func TestTypesSearchedOnce(t *testing.T) {
 			mu.Lock()
 			n++
 			mu.Unlock()
+			w.Header().Set("Content-Type", "application/json")
 			_, _ = io.WriteString(w, string(bundles(offer(1, nil))))
 		}))
 		offers, _, err := vast.New(vast.Config{BaseURL: srv.URL, Types: tc.types, Now: clock}).Offers(context.Background())

@@ -51,15 +51,42 @@ func marketOf(searchType string) (sluice.Market, error) {
 		return sluice.OnDemand, nil
 	case TypeBid:
 		return sluice.Spot, nil
+	case TypeReserved:
+		return sluice.Reserved, nil
 	}
-	return "", fmt.Errorf("vast: search type %q: unsupported (want %q or %q)", searchType, TypeOnDemand, TypeBid)
+	return "", fmt.Errorf("vast: search type %q: unsupported (want %q, %q or %q)", searchType, TypeOnDemand, TypeBid, TypeReserved)
+}
+
+// MaxTermHours bounds a reserved offer's term read from duration: ten years.
+// A longer duration is not a real listing and is dropped.
+const MaxTermHours = 10 * 365 * 24
+
+var secondsPerHour = decimal.NewFromInt(3600)
+
+// termHours reads a reserved offer's duration (seconds, a JSON number that
+// may carry a fraction) as whole hours, rounded down. Missing or null is 0
+// (no term known). why is set for a value that cannot be read or is beyond
+// MaxTermHours.
+func termHours(r gjson.Result) (hours int, why string) {
+	d, present, err := pricing.WireAmount(r)
+	switch {
+	case err != nil:
+		return 0, fmt.Sprintf("duration %q: %v", r.Raw, err)
+	case !present:
+		return 0, ""
+	}
+	h := d.Div(secondsPerHour).Floor()
+	if h.Cmp(decimal.NewFromInt(MaxTermHours)) > 0 {
+		return 0, fmt.Sprintf("duration %s: more than %d hours", r.Raw, MaxTermHours)
+	}
+	return int(h.IntPart()), ""
 }
 
 // ParseBundles normalises one bundles search response ({"offers":[…]}) for
-// searchType ("ondemand" or "bid") into offers. One Offer per ask:
+// searchType ("ondemand", "bid" or "reserved") into offers. One Offer per ask:
 //
-//   - ID "vast:<id>:<ondemand|bid>"; SKU is the ask id alone ("4821007"), so the
-//     ondemand and the bid offer of the same ask share a CapacityKey
+//   - ID "vast:<id>:<ondemand|bid|reserved>"; SKU is the ask id alone ("4821007"), so the
+//     ondemand, bid and reserved offers of the same ask share a CapacityKey
 //     (provider, SKU, region, GPUs per unit) and spot can be compared with its
 //     on-demand twin. The size is in GPUModel and GPUsPerUnit.
 //   - GPUsPerUnit num_gpus, 1..MaxGPUs (16); a unit is the whole ask.
@@ -68,6 +95,16 @@ func marketOf(searchType string) (sluice.Market, error) {
 //   - bid: Market spot, UnitPrice = MinBid = min_bid (USD per offer-hour, the
 //     current minimum bid for the whole ask; providers.md §3); an offer with no
 //     or zero min_bid is dropped.
+//   - reserved: Market reserved, UnitPrice = dph_total (USD per offer-hour),
+//     MinBid zero Money. A reserved contract on Vast is the same ask bought
+//     with a prepayment that earns a discount (PUT /instances/prepay/{id}/
+//     answers the discount_rate, up to ~40%, providers.md §3); the search's
+//     dph_total is read as the hourly price and no discount is assumed, so
+//     the price is an upper bound. TermHours = the offer's duration (seconds)
+//     ÷ 3600 rounded down, when present; without duration it is 0 (the
+//     planner then bills the demand's hours only, as for on-demand). A
+//     duration that is not a non-negative number, or above MaxTermHours,
+//     drops the offer.
 //   - Basis sluice.PerOfferHour.
 //   - GPUModel from gpu_ram (MB per GPU): 70000–90000 → "A100-80GB",
 //     30000–50000 → "A100-40GB"; outside 30000–200000 is dropped as out of
@@ -190,6 +227,8 @@ func listingDiff(a, b listing) string {
 		return fmt.Sprintf("geolocation gives %s/%s vs %s/%s", x.Region, x.City, y.Region, y.City)
 	case x.UnitsAvailable != y.UnitsAvailable:
 		return fmt.Sprintf("rented/rentable give %d vs %d units", x.UnitsAvailable, y.UnitsAvailable)
+	case x.TermHours != y.TermHours:
+		return fmt.Sprintf("duration gives %d vs %d term hours", x.TermHours, y.TermHours)
 	}
 	return ""
 }
@@ -253,6 +292,13 @@ func parseOffer(o gjson.Result, searchType string, market sluice.Market, now tim
 	}
 	unit := sluice.Money{Amount: price, Currency: Currency}
 
+	term := 0
+	if market == sluice.Reserved {
+		if term, reason = termHours(o.Get("duration")); reason != "" {
+			return offer, ref, reason
+		}
+	}
+
 	units := 1
 	if o.Get("rented").Type == gjson.True || o.Get("rentable").Type == gjson.False {
 		units = 0
@@ -270,6 +316,7 @@ func parseOffer(o gjson.Result, searchType string, market sluice.Market, now tim
 		Basis:          sluice.PerOfferHour,
 		RawPrice:       pr.Raw,
 		UnitsAvailable: units,
+		TermHours:      term,
 		FetchedAt:      now,
 		ExpiresAt:      now.Add(cfg.TTL),
 		Source:         "vast POST " + BundlesPath + " type=" + searchType,

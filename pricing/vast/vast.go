@@ -1,13 +1,19 @@
 // Package vast is the Vast.ai quote source: it searches the marketplace
 // (POST /api/v0/bundles/, providers.md §3) once per search type (ondemand,
-// bid) and turns each offer (an "ask": a slice of one machine) into a
-// sluice.Offer.
+// bid, reserved) and turns each offer (an "ask": a slice of one machine) into
+// a sluice.Offer.
 //
 // Vast prices are JSON numbers in USD per OFFER-hour — the whole slice of
 // num_gpus GPUs, not per GPU (providers.md §0, §3). They are read as decimal
 // from the raw JSON token text (never float64) and kept with Basis
 // sluice.PerOfferHour; a unit is the whole ask, so UnitPrice is the wire
 // price itself.
+//
+// Responses are read with pricing.ReadBody (size cap, Content-Type
+// application/json); a failed search is a *ThrottledError (429, class
+// throttled, Retry-After parsed with pricing.RetryAfter) or an *HTTPError
+// (401/403 auth, 5xx unavailable, other bad-response), both classed for
+// pricing.Classify.
 package vast
 
 import (
@@ -16,15 +22,14 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"net/http"
 	"slices"
-	"strconv"
 	"strings"
 	"sync"
 	"time"
 
 	"github.com/sluicehq/sluice"
+	"github.com/sluicehq/sluice/pricing"
 )
 
 // Provider is the provider name used in offers.
@@ -33,7 +38,8 @@ const Provider = "vast"
 // Search types (the "type" of a bundles search, providers.md §3).
 const (
 	TypeOnDemand = "ondemand"
-	TypeBid      = "bid" // interruptible; the CLI's "interruptible"
+	TypeBid      = "bid"      // interruptible; the CLI's "interruptible"
+	TypeReserved = "reserved" // a prepaid contract on the ask (providers.md §3 "Reserved")
 )
 
 // Defaults used when a Config field is zero.
@@ -44,7 +50,7 @@ const (
 )
 
 // DefaultTypes are the search types run by Offers.
-var DefaultTypes = []string{TypeOnDemand, TypeBid}
+var DefaultTypes = []string{TypeOnDemand, TypeBid, TypeReserved}
 
 // DefaultGPUNames are Vast's A100 gpu_name values (spaces on the wire, providers.md §3).
 var DefaultGPUNames = []string{"A100 SXM4", "A100 PCIE", "A100 SXM"}
@@ -52,16 +58,14 @@ var DefaultGPUNames = []string{"A100 SXM4", "A100 PCIE", "A100 SXM"}
 // BundlesPath is the search endpoint under BaseURL.
 const BundlesPath = "/api/v0/bundles/"
 
-const maxBody = 8 << 20
-
 // Config configures a Client. Zero fields take the defaults above.
 type Config struct {
 	// BaseURL is the scheme and host, default https://console.vast.ai; requests go to BaseURL + BundlesPath.
 	BaseURL string
 	// APIKey is sent as "Authorization: Bearer <key>".
 	APIKey string
-	// Types are the search types run concurrently: "ondemand" and/or "bid"
-	// (each once, however often it is listed).
+	// Types are the search types run concurrently: "ondemand", "bid" and/or
+	// "reserved" (each once, however often it is listed); default all three.
 	Types []string
 	// GPUNames is the gpu_name "in" filter; offers with another gpu_name are dropped.
 	GPUNames []string
@@ -142,15 +146,34 @@ func (e *ThrottledError) Error() string {
 	return msg
 }
 
+// ErrorClass is throttled.
+func (e *ThrottledError) ErrorClass() string { return pricing.ClassThrottled }
+
 // HTTPError is any other non-2xx answer from the search endpoint.
 type HTTPError struct {
 	SearchType string
 	Status     int
 	Body       string
+	// RetryAfter is the Retry-After header (a 503 may carry one), else 0.
+	RetryAfter time.Duration
 }
 
 func (e *HTTPError) Error() string {
-	return fmt.Sprintf("vast: bundles search type=%s: HTTP %d %s: %s", e.SearchType, e.Status, http.StatusText(e.Status), e.Body)
+	return fmt.Sprintf("vast: bundles search type=%s: HTTP %d %s (%s): %s", e.SearchType, e.Status, http.StatusText(e.Status), e.ErrorClass(), e.Body)
+}
+
+// ErrorClass is the status class: 401/403 auth, 429 throttled, 5xx
+// unavailable, any other bad-response.
+func (e *HTTPError) ErrorClass() string {
+	switch {
+	case e.Status == http.StatusUnauthorized || e.Status == http.StatusForbidden:
+		return pricing.ClassAuth
+	case e.Status == http.StatusTooManyRequests:
+		return pricing.ClassThrottled
+	case e.Status >= 500:
+		return pricing.ClassUnavailable
+	}
+	return pricing.ClassBadResponse
 }
 
 // SearchBody is the JSON filter sent for one search type: A100 names, rentable,
@@ -224,48 +247,30 @@ func (c *Client) search(ctx context.Context, searchType string) ([]sluice.Offer,
 	if err != nil {
 		return nil, nil, fmt.Errorf("vast: POST %s type=%s: %w", BundlesPath, searchType, err)
 	}
-	defer resp.Body.Close()
-	body, err := io.ReadAll(io.LimitReader(resp.Body, maxBody))
-	if err != nil {
-		return nil, nil, fmt.Errorf("vast: reading bundles search type=%s: %w", searchType, err)
-	}
 	now := c.cfg.Now()
+	retry := pricing.RetryAfter(strings.TrimSpace(resp.Header.Get("Retry-After")), now)
+	body, err := pricing.ReadBody(resp, Provider, "POST "+BundlesPath+" type="+searchType, "application/json")
+	var he *pricing.HTTPError
 	switch {
-	case resp.StatusCode == http.StatusTooManyRequests:
+	case err == nil:
+		return ParseBundles(body, searchType, now, c.cfg)
+	case !errors.As(err, &he) || (he.Status >= 200 && he.Status <= 299):
+		// Reading failed, or a 2xx too large or not application/json (bad-response).
+		return nil, nil, fmt.Errorf("vast: bundles search type=%s: %w", searchType, err)
+	case he.Status == http.StatusTooManyRequests:
 		var detail struct {
 			Detail string `json:"detail"`
 		}
 		_ = json.Unmarshal(body, &detail)
-		return nil, nil, &ThrottledError{
-			SearchType: searchType,
-			RetryAfter: retryAfter(resp.Header.Get("Retry-After"), now),
-			Detail:     detail.Detail,
-		}
-	case resp.StatusCode < 200 || resp.StatusCode > 299:
-		return nil, nil, &HTTPError{SearchType: searchType, Status: resp.StatusCode, Body: snippet(string(body))}
+		return nil, nil, &ThrottledError{SearchType: searchType, RetryAfter: retry, Detail: detail.Detail}
 	}
-	return ParseBundles(body, searchType, now, c.cfg)
-}
-
-// retryAfter reads a Retry-After header: delay-seconds or an HTTP date.
-func retryAfter(v string, now time.Time) time.Duration {
-	v = strings.TrimSpace(v)
-	if v == "" {
-		return 0
-	}
-	if s, err := strconv.Atoi(v); err == nil && s >= 0 {
-		return time.Duration(s) * time.Second
-	}
-	if t, err := http.ParseTime(v); err == nil && t.After(now) {
-		return t.Sub(now)
-	}
-	return 0
+	return nil, nil, &HTTPError{SearchType: searchType, Status: he.Status, Body: snippet(string(body)), RetryAfter: retry}
 }
 
 func snippet(s string) string {
 	s = strings.TrimSpace(s)
 	if len(s) > 200 {
-		s = s[:200] + "…"
+		s = strings.ToValidUTF8(s[:200], "") + "…"
 	}
 	return s
 }

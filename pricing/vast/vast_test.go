@@ -17,6 +17,7 @@ import (
 	"github.com/tidwall/gjson"
 
 	"github.com/sluicehq/sluice"
+	"github.com/sluicehq/sluice/pricing"
 	"github.com/sluicehq/sluice/pricing/replay"
 	"github.com/sluicehq/sluice/pricing/vast"
 )
@@ -30,8 +31,12 @@ func row(o sluice.Offer) string {
 	if o.MinBid.IsSet() {
 		minBid = o.MinBid.String()
 	}
-	return fmt.Sprintf("%s | sku=%s %s x%d | %s/%s | %s | %s | min_bid %s | raw %s/%s | units %d",
+	s := fmt.Sprintf("%s | sku=%s %s x%d | %s/%s | %s | %s | min_bid %s | raw %s/%s | units %d",
 		o.ID, o.SKU, o.GPUModel, o.GPUsPerUnit, o.Region, o.City, o.Market, o.UnitPrice, minBid, o.RawPrice, o.Basis, o.UnitsAvailable)
+	if o.TermHours != 0 {
+		s += fmt.Sprintf(" | term %dh", o.TermHours)
+	}
+	return s
 }
 
 func rows(offers []sluice.Offer) []string {
@@ -50,7 +55,7 @@ func diff(t *testing.T, got, want []string) {
 	t.Errorf("offers differ\n got (%d):\n  %s\nwant (%d):\n  %s", len(got), strings.Join(got, "\n  "), len(want), strings.Join(want, "\n  "))
 }
 
-// The offers testdata/replay/vast/bundles.{ondemand,bid}.json must produce.
+// The offers testdata/replay/vast/bundles.{ondemand,bid,reserved}.json must produce.
 var (
 	fixtureOnDemand = []string{
 		"vast:9310001:ondemand | sku=9310001 A100-40GB x1 | US/Georgia | on-demand | 0.76 USD | min_bid - | raw 0.76/offer-hour | units 1",
@@ -65,6 +70,11 @@ var (
 	fixtureBid = []string{
 		"vast:9320001:bid | sku=9320001 A100-80GB x1 | US/ | spot | 1.33 USD | min_bid 1.33 USD | raw 1.33/offer-hour | units 1",
 		"vast:9320002:bid | sku=9320002 A100-80GB x2 | US/ | spot | 2.67 USD | min_bid 2.67 USD | raw 2.67/offer-hour | units 1",
+	}
+	// The v8 ask 9310005 at its catalog dph_total: no prepay discount assumed,
+	// no duration recorded (term 0).
+	fixtureReserved = []string{
+		"vast:9310005:reserved | sku=9310005 A100-80GB x1 | US/Oklahoma | reserved | 0.87 USD | min_bid - | raw 0.87/offer-hour | units 1",
 	}
 )
 
@@ -86,9 +96,9 @@ func TestOffersFromReplay(t *testing.T) {
 	if len(dropped) != 0 {
 		t.Errorf("dropped = %v", dropped)
 	}
-	diff(t, rows(offers), append(slices.Clone(fixtureOnDemand), fixtureBid...))
+	diff(t, rows(offers), slices.Concat(fixtureOnDemand, fixtureBid, fixtureReserved))
 
-	// Every spot offer has its on-demand twin: same capacity key.
+	// Every spot and reserved offer has its on-demand twin: same capacity key.
 	byKey := map[sluice.CapacityKey]sluice.Offer{}
 	for _, o := range offers {
 		if o.Market == sluice.OnDemand {
@@ -99,7 +109,7 @@ func TestOffersFromReplay(t *testing.T) {
 		}
 	}
 	for _, o := range offers {
-		if o.Market != sluice.Spot {
+		if o.Market == sluice.OnDemand {
 			continue
 		}
 		twin, ok := byKey[o.Capacity()]
@@ -107,14 +117,17 @@ func TestOffersFromReplay(t *testing.T) {
 			t.Errorf("%s: no on-demand twin for %+v", o.ID, o.Capacity())
 			continue
 		}
-		if twin.ID != strings.Replace(o.ID, ":bid", ":ondemand", 1) {
+		if twin.ID != strings.NewReplacer(":bid", ":ondemand", ":reserved", ":ondemand").Replace(o.ID) {
 			t.Errorf("%s: twin %s", o.ID, twin.ID)
 		}
 	}
+	if last := offers[len(offers)-1]; last.Source != "vast POST /api/v0/bundles/ type=reserved" || last.TermHours != 0 || last.MinBid.IsSet() {
+		t.Errorf("reserved offer: source %q term %d min bid %v", last.Source, last.TermHours, last.MinBid)
+	}
 
 	reqs := srv.Requests("vast")
-	if len(reqs) != 2 {
-		t.Fatalf("requests = %d, want 2", len(reqs))
+	if len(reqs) != 3 {
+		t.Fatalf("requests = %d, want 3", len(reqs))
 	}
 	var keys []string
 	for _, r := range reqs {
@@ -136,12 +149,13 @@ func TestOffersFromReplay(t *testing.T) {
 		}
 	}
 	slices.Sort(keys)
-	if !slices.Equal(keys, []string{"bundles.bid", "bundles.ondemand"}) {
+	if !slices.Equal(keys, []string{"bundles.bid", "bundles.ondemand", "bundles.reserved"}) {
 		t.Errorf("keys = %v", keys)
 	}
 }
 
-// offer builds one Vast offer JSON object; over replaces fields by raw JSON ("-" deletes).
+// offer builds one Vast offer JSON object; over replaces fields by raw JSON
+// ("-" deletes) and adds others (duration, …) after them.
 func offer(id int, over map[string]string) string {
 	f := map[string]string{
 		"id": fmt.Sprint(id), "num_gpus": "1", "gpu_name": `"A100 SXM4"`, "gpu_ram": "81920",
@@ -150,8 +164,16 @@ func offer(id int, over map[string]string) string {
 	for k, v := range over {
 		f[k] = v
 	}
+	keys := []string{"id", "num_gpus", "gpu_name", "gpu_ram", "dph_total", "min_bid", "geolocation", "rentable", "rented"}
+	var extra []string // other fields (duration, …), sorted, after these
+	for k := range f {
+		if !slices.Contains(keys, k) {
+			extra = append(extra, k)
+		}
+	}
+	slices.Sort(extra)
 	var parts []string
-	for _, k := range []string{"id", "num_gpus", "gpu_name", "gpu_ram", "dph_total", "min_bid", "geolocation", "rentable", "rented"} {
+	for _, k := range append(keys, extra...) {
 		if v := f[k]; v != "-" {
 			parts = append(parts, fmt.Sprintf("%q:%s", k, v))
 		}
@@ -300,7 +322,7 @@ func TestParseBundlesErrors(t *testing.T) {
 	}{
 		{"not JSON", "ondemand", `<html>`, "vast: bundles search type=ondemand: response is not JSON"},
 		{"no offers", "bid", `{"success":false,"error":"invalid_args"}`, "vast: bundles search type=bid: offers missing: not a list"},
-		{"unsupported type", "reserved", `{"offers":[]}`, `vast: search type "reserved": unsupported`},
+		{"unsupported type", "interruptible", `{"offers":[]}`, `vast: search type "interruptible": unsupported (want "ondemand", "bid" or "reserved")`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -330,6 +352,7 @@ func TestThrottled(t *testing.T) {
 		t.Fatal(err)
 	}
 	writeRecording(t, dir, "bundles.ondemand.json", string(fixture))
+	writeRecording(t, dir, "bundles.reserved.json", `{"offers":[]}`)
 	writeRecording(t, dir, "bundles.bid.json", `{"detail":"API requests too frequent endpoint threshold=4.5"}`)
 	writeRecording(t, dir, "bundles.bid.json.meta.json", `{"status":429,"headers":{"Retry-After":"2"}}`)
 	srv, err := replay.Start(dir)
@@ -346,8 +369,11 @@ func TestThrottled(t *testing.T) {
 	if te.RetryAfter != 2*time.Second || te.SearchType != "bid" || te.Detail != "API requests too frequent endpoint threshold=4.5" {
 		t.Errorf("ThrottledError = %+v", te)
 	}
-	if !strings.Contains(err.Error(), "throttled") || !strings.Contains(err.Error(), "vast") {
+	if err.Error() != "vast: bundles search type=bid throttled (HTTP 429): API requests too frequent endpoint threshold=4.5 (retry after 2s)" {
 		t.Errorf("message %q", err)
+	}
+	if c := pricing.Classify(err); c != pricing.ClassThrottled {
+		t.Errorf("class %q", c)
 	}
 	// The on-demand search still counts.
 	diff(t, rows(offers), fixtureOnDemand)
@@ -364,8 +390,12 @@ func TestHTTPError(t *testing.T) {
 	defer srv.Close()
 	_, _, err = vast.New(vast.Config{BaseURL: srv.URL("vast"), Types: []string{"ondemand"}}).Offers(context.Background())
 	var he *vast.HTTPError
-	if !errors.As(err, &he) || he.Status != 401 || !strings.Contains(err.Error(), "Invalid user key") {
+	if !errors.As(err, &he) || he.Status != 401 ||
+		err.Error() != `vast: bundles search type=ondemand: HTTP 401 Unauthorized (auth): {"error":"invalid_user_key","msg":"Invalid user key"}` {
 		t.Errorf("err = %v", err)
+	}
+	if c := pricing.Classify(err); c != pricing.ClassAuth {
+		t.Errorf("class %q", c)
 	}
 }
 
@@ -394,7 +424,7 @@ func TestNoFloat(t *testing.T) {
 }
 
 func FuzzParseBundles(f *testing.F) {
-	for _, name := range []string{"bundles.ondemand.json", "bundles.bid.json"} {
+	for _, name := range []string{"bundles.ondemand.json", "bundles.bid.json", "bundles.reserved.json"} {
 		b, err := os.ReadFile("../../testdata/replay/vast/" + name)
 		if err != nil {
 			f.Fatal(err)
@@ -404,6 +434,7 @@ func FuzzParseBundles(f *testing.F) {
 	f.Add(bundles(offer(1, map[string]string{"dph_total": "-1"}), `null`, `[]`), "ondemand")
 	f.Add(bundles(offer(1, map[string]string{"min_bid": "1e-40", "geolocation": `"a, b, c, d"`})), "bid")
 	f.Add(bundles(offer(1, nil), offer(1, map[string]string{"dph_total": "9"}), offer(1, nil), offer(2, map[string]string{"num_gpus": "9999"})), "ondemand")
+	f.Add(bundles(offer(1, map[string]string{"duration": "90000.5"}), offer(2, map[string]string{"duration": "1e12"}), offer(3, map[string]string{"duration": "-1"})), "reserved")
 	f.Fuzz(func(t *testing.T, b []byte, typ string) {
 		offers, dropped, err := vast.ParseBundles(b, typ, now, vast.Config{})
 		if err != nil && (len(offers) > 0 || len(dropped) > 0) {
@@ -421,8 +452,11 @@ func FuzzParseBundles(f *testing.F) {
 			if o.UnitPrice.Amount.IsNegative() || o.UnitPrice.Zero() || o.UnitPrice.Currency != "USD" {
 				t.Fatalf("%s: price %s", o.ID, o.UnitPrice)
 			}
-			if o.Market != sluice.OnDemand && o.Market != sluice.Spot {
+			if o.Market != sluice.OnDemand && o.Market != sluice.Spot && o.Market != sluice.Reserved {
 				t.Fatalf("%s: market %q", o.ID, o.Market)
+			}
+			if o.TermHours < 0 || o.TermHours > vast.MaxTermHours || (o.TermHours != 0 && o.Market != sluice.Reserved) {
+				t.Fatalf("%s: term %d", o.ID, o.TermHours)
 			}
 			if o.Market == sluice.Spot && o.MinBid.Cmp(o.UnitPrice) != 0 {
 				t.Fatalf("%s: min bid %s, price %s", o.ID, o.MinBid, o.UnitPrice)
