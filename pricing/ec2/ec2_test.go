@@ -95,13 +95,10 @@ var fixtureOffers = []string{
 
 // fixtureDropped: the on-demand recordings hold us-east-1 items only (the
 // data has no post-2025 us-west-2 list price), so us-west-2 has no twin; the
-// Capacity Block recording is us-east-1 only, so us-west-2's calls get the
-// replay server's 404.
+// us-west-2 Capacity Block recording is an empty offering set (no drop).
 var fixtureDropped = []string{
 	"aws:us-west-2:p4d.24xlarge:on-demand: GetProducts: no Price List item for us-west-2 p4d.24xlarge (1 item(s) for other regions or types ignored)",
 	"aws:us-west-2:p4de.24xlarge:on-demand: GetProducts: no Price List item for us-west-2 p4de.24xlarge (1 item(s) for other regions or types ignored)",
-	"aws:us-west-2:p4d.24xlarge:reserved: aws DescribeCapacityBlockOfferings us-west-2 p4d.24xlarge: UnknownError: UnknownError",
-	"aws:us-west-2:p4de.24xlarge:reserved: aws DescribeCapacityBlockOfferings us-west-2 p4de.24xlarge: UnknownError: UnknownError",
 }
 
 func TestOffersFromReplay(t *testing.T) {
@@ -174,7 +171,7 @@ func TestOffersFromReplay(t *testing.T) {
 	slices.Sort(cbCalls)
 	if want := []string{
 		"us-east-1 p4d.24xlarge DescribeCapacityBlockOfferings.us-east-1", "us-east-1 p4de.24xlarge DescribeCapacityBlockOfferings.us-east-1",
-		"us-west-2 p4d.24xlarge ", "us-west-2 p4de.24xlarge ",
+		"us-west-2 p4d.24xlarge DescribeCapacityBlockOfferings.us-west-2", "us-west-2 p4de.24xlarge DescribeCapacityBlockOfferings.us-west-2",
 	}; !slices.Equal(cbCalls, want) {
 		t.Errorf("Capacity Block calls %q, want %q", cbCalls, want)
 	}
