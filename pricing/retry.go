@@ -182,15 +182,18 @@ func (t *RetryTransport) backoff(n int) time.Duration {
 		d *= 2
 	}
 	d = min(d, limit)
-	return d/2 + time.Duration(t.jitter()*float64(d/2))
+	return d/2 + t.jitter(d/2)
 }
 
-// jitter is a float in [0, 1) from Rand.
-func (t *RetryTransport) jitter() float64 {
+// jitter is a duration in [0, n] from Rand (integer arithmetic only).
+func (t *RetryTransport) jitter(n time.Duration) time.Duration {
+	if n <= 0 {
+		return 0
+	}
 	if t.Rand == nil {
-		return rand.Float64()
+		return time.Duration(rand.Int64N(int64(n) + 1))
 	}
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	return rand.New(t.Rand).Float64()
+	return time.Duration(rand.New(t.Rand).Int64N(int64(n) + 1))
 }

@@ -122,24 +122,6 @@ func New(cfg Config) *Client { return &Client{cfg: cfg.withDefaults()} }
 // Name is "aliyun".
 func (c *Client) Name() string { return ProviderName }
 
-// result is what one call (DescribePrice, or all DescribeSpotPriceHistory pages) gave.
-type result struct {
-	offers  []sluice.Offer
-	dropped []sluice.DroppedOffer
-	err     error
-}
-
-// call is one API call of Offers: an action for one region × instance type.
-type call struct {
-	action, region, instanceType string
-	fetch                        func() ([]sluice.Offer, []sluice.DroppedOffer, error)
-}
-
-func (c call) String() string { return c.action + " " + c.region + " " + c.instanceType }
-
-// maxUnfinishedNamed bounds how many unfinished calls the deadline error names.
-const maxUnfinishedNamed = 6
-
 // Offers calls DescribePrice and DescribeSpotPriceHistory for every configured
 // region × instance type, at most Concurrency calls in flight. A failed call
 // (error JSON, HTTP or network error) for one region × type is recorded as a
@@ -166,95 +148,39 @@ func (c *Client) Offers(ctx context.Context) ([]sluice.Offer, []sluice.DroppedOf
 		types = append(types, it)
 	}
 	// Two calls per region × type, on-demand then spot: the order of the offers.
-	var calls []call
+	var calls []pricing.Call
+	var refs []string // "aliyun:<region>:<type>", the Ref of a failed call's drop
 	for _, r := range c.cfg.Regions {
 		for _, it := range types {
 			calls = append(calls,
-				call{"DescribePrice", r, it, func() ([]sluice.Offer, []sluice.DroppedOffer, error) {
+				pricing.Call{Name: "DescribePrice " + r + " " + it, Fetch: func(ctx context.Context) ([]sluice.Offer, []sluice.DroppedOffer, error) {
 					return c.fetchOnDemand(ctx, r, it, now)
 				}},
-				call{"DescribeSpotPriceHistory", r, it, func() ([]sluice.Offer, []sluice.DroppedOffer, error) {
+				pricing.Call{Name: "DescribeSpotPriceHistory " + r + " " + it, Fetch: func(ctx context.Context) ([]sluice.Offer, []sluice.DroppedOffer, error) {
 					return c.fetchSpot(ctx, r, it, now)
 				}})
+			refs = append(refs, "aliyun:"+r+":"+it, "aliyun:"+r+":"+it)
 		}
 	}
 	if len(calls) == 0 {
 		return nil, dropped, fmt.Errorf("aliyun: no region × A100 instance type to price")
 	}
-
-	// Each goroutine sends its one result on done (buffered, so a call that
-	// finishes after Offers has returned never blocks); only this goroutine
-	// touches results, so returning early is race-free.
-	type finished struct {
-		i int
-		r result
-	}
-	done := make(chan finished, len(calls))
-	sem := make(chan struct{}, Concurrency)
-	for i, cl := range calls {
-		go func() {
-			select {
-			case sem <- struct{}{}:
-			case <-ctx.Done():
-				done <- finished{i, result{err: ctx.Err()}}
-				return
-			}
-			defer func() { <-sem }()
-			var r result
-			r.offers, r.dropped, r.err = cl.fetch()
-			done <- finished{i, r}
-		}()
-	}
-	results := make([]result, len(calls))
-	ok := make([]bool, len(calls)) // the call finished
-	take := func(f finished) { results[f.i], ok[f.i] = f.r, true }
-collect:
-	for range calls {
-		select {
-		case f := <-done:
-			take(f)
-		case <-ctx.Done():
-			// Keep whatever has already arrived; wait for nothing more.
-			for {
-				select {
-				case f := <-done:
-					take(f)
-				default:
-					break collect
-				}
-			}
-		}
-	}
-
-	ctxErr := ctx.Err()
+	results := pricing.CallAll(ctx, Concurrency, calls)
 	var offers []sluice.Offer
 	var errs []error
-	var unfinished []string
-	for i, cl := range calls {
-		r := results[i]
-		if !ok[i] || ctxErr != nil && r.err != nil && (errors.Is(r.err, context.Canceled) || errors.Is(r.err, context.DeadlineExceeded)) {
-			unfinished = append(unfinished, cl.String())
+	for i, r := range results {
+		if !r.Done {
 			continue
 		}
-		offers = append(offers, r.offers...)
-		dropped = append(dropped, r.dropped...)
-		if r.err != nil {
-			errs = append(errs, r.err)
-			dropped = append(dropped, sluice.DroppedOffer{Provider: ProviderName,
-				Ref: "aliyun:" + cl.region + ":" + cl.instanceType, Reason: r.err.Error()})
+		offers = append(offers, r.Offers...)
+		dropped = append(dropped, r.Dropped...)
+		if r.Err != nil {
+			errs = append(errs, r.Err)
+			dropped = append(dropped, sluice.DroppedOffer{Provider: ProviderName, Ref: refs[i], Reason: r.Err.Error()})
 		}
 	}
-	if len(unfinished) > 0 {
-		if ctxErr == nil { // cannot happen: a call is unfinished only once ctx ended
-			ctxErr = context.Canceled
-		}
-		named := unfinished
-		more := ""
-		if len(named) > maxUnfinishedNamed {
-			named, more = named[:maxUnfinishedNamed], fmt.Sprintf(" and %d more", len(unfinished)-maxUnfinishedNamed)
-		}
-		return offers, dropped, fmt.Errorf("aliyun: %d of %d calls unfinished at deadline: %s%s: %w",
-			len(unfinished), len(calls), strings.Join(named, ", "), more, ctxErr)
+	if err := pricing.UnfinishedError(ctx, ProviderName, "calls", calls, results); err != nil {
+		return offers, dropped, err
 	}
 	if len(errs) == len(calls) {
 		return nil, dropped, fmt.Errorf("fetching aliyun offers: every call failed: %w", errors.Join(errs...))

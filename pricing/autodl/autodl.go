@@ -158,9 +158,6 @@ type StockRequest struct {
 	GPUNameSet []string `json:"gpu_name_set"`
 }
 
-// maxUnfinishedNamed bounds how many unfinished regions the deadline error names.
-const maxUnfinishedNamed = 6
-
 // Offers calls gpu_stock for every configured region at once and joins each
 // answer with the price list (see ParseGPUStock). Offers come in region order.
 //
@@ -184,73 +181,29 @@ func (c *Client) Offers(ctx context.Context) ([]sluice.Offer, []sluice.DroppedOf
 	now := c.cfg.Now()
 	regions := c.cfg.Regions
 
-	type result struct {
-		offers  []sluice.Offer
-		dropped []sluice.DroppedOffer
-		err     error
-	}
-	type finished struct {
-		i int
-		r result
-	}
-	// Buffered: a call that finishes after Offers has returned never blocks.
-	// Only this goroutine touches results, so returning early is race-free.
-	done := make(chan finished, len(regions))
+	calls := make([]pricing.Call, len(regions))
 	for i, region := range regions {
-		go func() {
-			var r result
-			r.offers, r.dropped, r.err = c.fetch(ctx, region, now)
-			done <- finished{i, r}
-		}()
+		calls[i] = pricing.Call{Name: region, Fetch: func(ctx context.Context) ([]sluice.Offer, []sluice.DroppedOffer, error) {
+			return c.fetch(ctx, region, now)
+		}}
 	}
-	results := make([]result, len(regions))
-	ok := make([]bool, len(regions))
-	take := func(f finished) { results[f.i], ok[f.i] = f.r, true }
-collect:
-	for range regions {
-		select {
-		case f := <-done:
-			take(f)
-		case <-ctx.Done():
-			for {
-				select {
-				case f := <-done:
-					take(f)
-				default:
-					break collect
-				}
-			}
-		}
-	}
-
-	ctxErr := ctx.Err()
+	results := pricing.CallAll(ctx, 0, calls)
 	var offers []sluice.Offer
 	var dropped []sluice.DroppedOffer
 	var errs []error
-	var unfinished []string
-	for i, region := range regions {
-		r := results[i]
-		if !ok[i] || ctxErr != nil && r.err != nil && (errors.Is(r.err, context.Canceled) || errors.Is(r.err, context.DeadlineExceeded)) {
-			unfinished = append(unfinished, region)
+	for i, r := range results {
+		if !r.Done {
 			continue
 		}
-		offers = append(offers, r.offers...)
-		dropped = append(dropped, r.dropped...)
-		if r.err != nil {
-			errs = append(errs, r.err)
-			dropped = append(dropped, sluice.DroppedOffer{Provider: Provider, Ref: Provider + ":" + region, Reason: r.err.Error()})
+		offers = append(offers, r.Offers...)
+		dropped = append(dropped, r.Dropped...)
+		if r.Err != nil {
+			errs = append(errs, r.Err)
+			dropped = append(dropped, sluice.DroppedOffer{Provider: Provider, Ref: Provider + ":" + regions[i], Reason: r.Err.Error()})
 		}
 	}
-	if len(unfinished) > 0 {
-		if ctxErr == nil { // cannot happen: a call is unfinished only once ctx ended
-			ctxErr = context.Canceled
-		}
-		named, more := unfinished, ""
-		if len(named) > maxUnfinishedNamed {
-			named, more = named[:maxUnfinishedNamed], fmt.Sprintf(" and %d more", len(unfinished)-maxUnfinishedNamed)
-		}
-		return offers, dropped, fmt.Errorf("autodl: %d of %d regions unfinished at deadline: %s%s: %w",
-			len(unfinished), len(regions), strings.Join(named, ", "), more, ctxErr)
+	if err := pricing.UnfinishedError(ctx, Provider, "regions", calls, results); err != nil {
+		return offers, dropped, err
 	}
 	if len(errs) == len(regions) {
 		return nil, dropped, fmt.Errorf("autodl: every region failed: %w", errors.Join(errs...))

@@ -5,9 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"go/ast"
-	"go/parser"
-	"go/token"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -18,6 +15,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/sluicehq/sluice/internal/moneytest"
 
 	"github.com/sluicehq/sluice"
 	"github.com/sluicehq/sluice/pricing"
@@ -439,34 +438,8 @@ func TestNoPriceList(t *testing.T) {
 	}
 }
 
-// TestNoFloat checks that no non-test file of the package touches float64:
-// no float type, no gjson .Float(), no strconv.ParseFloat, no decimal float
-// constructors or accessors. Comments are not code, so the AST is checked.
-func TestNoFloat(t *testing.T) {
-	files, _ := filepath.Glob("*.go")
-	banned := map[string]bool{"float64": true, "float32": true, "Float": true, "ParseFloat": true,
-		"NewFromFloat": true, "NewFromFloat32": true, "NewFromFloatWithExponent": true, "Float64": true, "InexactFloat64": true}
-	n := 0
-	for _, f := range files {
-		if strings.HasSuffix(f, "_test.go") {
-			continue
-		}
-		n++
-		file, err := parser.ParseFile(token.NewFileSet(), f, nil, 0)
-		if err != nil {
-			t.Fatal(err)
-		}
-		ast.Inspect(file, func(n ast.Node) bool {
-			if id, ok := n.(*ast.Ident); ok && banned[id.Name] {
-				t.Errorf("%s uses %s", f, id.Name)
-			}
-			return true
-		})
-	}
-	if n == 0 {
-		t.Error("no source files checked")
-	}
-}
+// TestNoFloat: no non-test file of the package touches float64.
+func TestNoFloat(t *testing.T) { moneytest.NoFloat(t) }
 
 // TestRecordingsAreRealShape: every recording is the documented envelope.
 func TestRecordingsAreRealShape(t *testing.T) {

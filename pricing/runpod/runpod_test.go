@@ -4,18 +4,16 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"go/ast"
-	"go/parser"
-	"go/token"
 	"io"
 	"net/http"
 	"net/http/httptest"
 	"os"
-	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/sluicehq/sluice/internal/moneytest"
 
 	"github.com/tidwall/gjson"
 
@@ -447,29 +445,8 @@ func TestOffersContextCancelled(t *testing.T) {
 	}
 }
 
-// TestNoFloat checks that no non-test file of the package touches float64:
-// no float type, no gjson .Float(), no strconv.ParseFloat, no decimal float
-// constructors or accessors. Comments are not code, so the AST is checked.
-func TestNoFloat(t *testing.T) {
-	files, _ := filepath.Glob("*.go")
-	banned := map[string]bool{"float64": true, "float32": true, "Float": true, "ParseFloat": true,
-		"NewFromFloat": true, "NewFromFloat32": true, "NewFromFloatWithExponent": true, "Float64": true, "InexactFloat64": true}
-	for _, f := range files {
-		if strings.HasSuffix(f, "_test.go") {
-			continue
-		}
-		file, err := parser.ParseFile(token.NewFileSet(), f, nil, 0)
-		if err != nil {
-			t.Fatal(err)
-		}
-		ast.Inspect(file, func(n ast.Node) bool {
-			if id, ok := n.(*ast.Ident); ok && banned[id.Name] {
-				t.Errorf("%s uses %s", f, id.Name)
-			}
-			return true
-		})
-	}
-}
+// TestNoFloat: no non-test file of the package touches float64.
+func TestNoFloat(t *testing.T) { moneytest.NoFloat(t) }
 
 func FuzzParseGPUTypes(f *testing.F) {
 	fixture, err := os.ReadFile("../../testdata/replay/runpod/graphql.json")
