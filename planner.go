@@ -41,6 +41,7 @@ type PlanInput struct {
 // candidate is an offer that passed every filter, with its per-unit costs.
 type candidate struct {
 	idx          int // index into PlanInput.Offers
+	units        int // units that may be bought (UnitsAvailable, capped by the pool)
 	slotsPerUnit int
 	hours        decimal.Decimal
 	base         Money // per unit, offer currency
@@ -117,6 +118,7 @@ func MakePlan(in PlanInput) (Plan, error) {
 		}
 	}
 	var cands []candidate
+	poolBest := map[string]int{} // pool → index of the offer kept for it
 	for i, o := range in.Offers {
 		if o.Market == Spot && costs[i] != nil {
 			if od, ok := onDemand[o.Capacity()]; ok && costs[i].billing.Cmp(od) >= 0 {
@@ -124,11 +126,31 @@ func MakePlan(in PlanInput) (Plan, error) {
 					"spot expected %s per unit ≥ on-demand %s for the same capacity", costs[i].billing, od)})
 			}
 		}
+		if len(reasons[i]) == 0 && o.Pool != "" {
+			if j, ok := poolBest[o.Pool]; !ok || betterForPool(costs[i], costs[j], in.Offers) {
+				poolBest[o.Pool] = i
+			}
+		}
+	}
+	// Offers that share a pool (unit sizes or markets of the same stock) must
+	// not each be bought in full: one offer per pool is kept — the cheapest per
+	// slot, then the smallest unit — with its units capped by the pool's GPUs.
+	for i, o := range in.Offers {
+		if len(reasons[i]) == 0 && o.Pool != "" && poolBest[o.Pool] != i {
+			k := in.Offers[poolBest[o.Pool]]
+			reasons[i] = append(reasons[i], Reason{Code: ReasonSamePool, Rule: "plan.same_pool", Message: fmt.Sprintf(
+				"draws on pool %s, bought through %s", o.Pool, k.ID)})
+		}
 		if len(reasons[i]) > 0 {
 			plan.Rejected = append(plan.Rejected, Rejection{Provider: o.Provider, OfferID: o.ID, Reasons: reasons[i]})
 			continue
 		}
-		cands = append(cands, *costs[i])
+		c := *costs[i]
+		c.units = o.UnitsAvailable
+		if o.Pool != "" && o.PoolGPUs > 0 {
+			c.units = min(c.units, o.PoolGPUs/o.GPUsPerUnit)
+		}
+		cands = append(cands, c)
 	}
 
 	// Stage 2: rank, by expected cost per slot, then fixed keys. The key is
@@ -198,6 +220,22 @@ func MakePlan(in PlanInput) (Plan, error) {
 	return plan, nil
 }
 
+// betterForPool reports whether candidate a should represent its pool rather
+// than b: lower expected cost per slot (exact cross multiplication), then
+// fewer GPUs per unit (less stranded capacity), then offer id.
+func betterForPool(a, b *candidate, offers []Offer) bool {
+	l := a.billing.Amount.Mul(decimal.NewFromInt(int64(b.slotsPerUnit)))
+	r := b.billing.Amount.Mul(decimal.NewFromInt(int64(a.slotsPerUnit)))
+	if c := l.Cmp(r); c != 0 {
+		return c < 0
+	}
+	oa, ob := offers[a.idx], offers[b.idx]
+	if oa.GPUsPerUnit != ob.GPUsPerUnit {
+		return oa.GPUsPerUnit < ob.GPUsPerUnit
+	}
+	return oa.ID < ob.ID
+}
+
 // filterOffer applies the Go-side checks that need no money.
 func filterOffer(in PlanInput, o Offer, accepted map[string]bool) []Reason {
 	var rs []Reason
@@ -219,6 +257,21 @@ func filterOffer(in PlanInput, o Offer, accepted map[string]bool) []Reason {
 	if !o.AvailableFrom.IsZero() && o.AvailableFrom.After(in.Now.Add(MaxStartDelay)) {
 		rs = append(rs, Reason{Code: ReasonNotYetAvailable, Rule: "plan.starts_too_late", Message: fmt.Sprintf(
 			"capacity available from %s, more than %s after the decision", o.AvailableFrom.UTC().Format(time.RFC3339), MaxStartDelay)})
+	}
+	if o.Market == Reserved && o.TermHours > 0 && decimal.NewFromInt(int64(o.TermHours)).LessThan(in.Demand.Hours) {
+		rs = append(rs, Reason{Code: ReasonTermTooShort, Rule: "plan.term_shorter_than_slot", Message: fmt.Sprintf(
+			"%d h term < %s h per slot", o.TermHours, in.Demand.Hours)})
+	}
+	if !o.AvailableUntil.IsZero() {
+		start := in.Now
+		if o.AvailableFrom.After(start) {
+			start = o.AvailableFrom
+		}
+		need := time.Duration(in.Demand.Hours.Mul(decimal.NewFromInt(int64(time.Hour))).IntPart())
+		if o.AvailableUntil.Before(start.Add(need)) {
+			rs = append(rs, Reason{Code: ReasonTermTooShort, Rule: "plan.ends_before_slot_done", Message: fmt.Sprintf(
+				"capacity ends %s, before %s h from %s", o.AvailableUntil.UTC().Format(time.RFC3339), in.Demand.Hours, start.UTC().Format(time.RFC3339))})
+		}
 	}
 	if !o.ExpiresAt.IsZero() && !in.Now.Before(o.ExpiresAt) {
 		rs = append(rs, Reason{Code: ReasonExpired, Rule: "plan.quote_expired", Message: fmt.Sprintf("quote expired at %s", o.ExpiresAt.UTC().Format(time.RFC3339))})
@@ -296,7 +349,7 @@ func selectUnits(cands []candidate, offers []Offer, S int, budget *Money) (units
 	taken := map[int]int{} // slots-per-unit class → units taken so far
 	for ci, c := range cands {
 		need := (S + c.slotsPerUnit - 1) / c.slotsPerUnit
-		n := min(offers[c.idx].UnitsAvailable, need-taken[c.slotsPerUnit])
+		n := min(c.units, need-taken[c.slotsPerUnit])
 		for range max(n, 0) {
 			items = append(items, item{ci, c.slotsPerUnit, c.billing.Amount})
 		}

@@ -148,6 +148,32 @@ func TestMakePlanHandChecked(t *testing.T) {
 			reasons: map[string][]string{"cb": {ReasonNotYetAvailable}},
 		},
 		{
+			// 12 idle cards in one pool, offered as 4- and 8-GPU units at the same
+			// per-GPU price: bought once, in 4-GPU units (less stranded), at most
+			// 12 / 4 = 3 units — not 3 + 1 from the same cards.
+			name: "shared pool bought once", slots: 4,
+			offers: []Offer{
+				{ID: "p4", Provider: "autodl", SKU: "a", Region: "bj", GPUModel: "A100-80GB", GPUsPerUnit: 4, Market: OnDemand, UnitPrice: MustMoney("4.00", "USD"), UnitsAvailable: 3, Pool: "bj/a", PoolGPUs: 12},
+				{ID: "p8", Provider: "autodl", SKU: "a", Region: "bj", GPUModel: "A100-80GB", GPUsPerUnit: 8, Market: OnDemand, UnitPrice: MustMoney("8.00", "USD"), UnitsAvailable: 1, Pool: "bj/a", PoolGPUs: 12},
+				offer("other", OnDemand, 4, 5, "6.00", "USD"),
+			},
+			want: map[string]int{"p4": 3, "other": 1}, total: "72", covered: 4,
+			reasons: map[string][]string{"p8": {ReasonSamePool}},
+		},
+		{
+			// A 24 h block for 48 h slots, and a block that ends before 4 h from now.
+			name: "reservations shorter than the slot", slots: 1,
+			offers: []Offer{
+				{ID: "cb24", Provider: "aws", SKU: "p4de", Region: "us-east-1", GPUModel: "A100-80GB", GPUsPerUnit: 8, Market: Reserved, TermHours: 2,
+					UnitPrice: MustMoney("1.00", "USD"), UnitsAvailable: 1},
+				{ID: "ended", Provider: "aws", SKU: "p4de", Region: "us-east-2", GPUModel: "A100-80GB", GPUsPerUnit: 8, Market: Reserved, TermHours: 24,
+					UnitPrice: MustMoney("1.00", "USD"), UnitsAvailable: 1, AvailableFrom: t0.Add(-23 * time.Hour), AvailableUntil: t0.Add(time.Hour)},
+				offer("od", OnDemand, 4, 1, "11.00", "USD"),
+			},
+			want: map[string]int{"od": 1}, total: "44", covered: 1,
+			reasons: map[string][]string{"cb24": {ReasonTermTooShort}, "ended": {ReasonTermTooShort}},
+		},
+		{
 			name: "reservation bills its term", slots: 1,
 			offers: []Offer{
 				{ID: "cb", Provider: "aws", SKU: "p4de", Region: "us-east-1", GPUModel: "A100-80GB", GPUsPerUnit: 8, Market: Reserved, TermHours: 24, UnitPrice: MustMoney("3.00", "USD"), UnitsAvailable: 1},

@@ -176,8 +176,18 @@ type Offer struct {
 	// AvailableFrom is when the capacity can first be used (a capacity block's
 	// start date); zero means now.
 	AvailableFrom time.Time `json:"available_from,omitzero"`
-	FetchedAt     time.Time `json:"fetched_at"`
-	ExpiresAt     time.Time `json:"expires_at"`
+	// AvailableUntil is when the capacity ends (a capacity block's end date);
+	// zero means no fixed end.
+	AvailableUntil time.Time `json:"available_until,omitzero"`
+	// Pool names the stock this offer draws from when several offers (unit
+	// sizes, markets) share it, e.g. AutoDL's idle cards of one GPU in one data
+	// centre; "" means the offer's own UnitsAvailable is all there is.
+	Pool string `json:"pool,omitempty"`
+	// PoolGPUs is how many GPUs the pool holds (0 = unknown: only
+	// UnitsAvailable bounds the offer).
+	PoolGPUs  int       `json:"pool_gpus,omitempty"`
+	FetchedAt time.Time `json:"fetched_at"`
+	ExpiresAt time.Time `json:"expires_at"`
 	// Source names where the offer came from (API operation and endpoint).
 	Source string `json:"source"`
 }
@@ -214,6 +224,8 @@ const (
 	ReasonNoCapacity       = "no-capacity"       // zero units available
 	ReasonExpired          = "expired"           // quote older than its expiry
 	ReasonNotYetAvailable  = "not-yet-available" // capacity starts too late for a burst
+	ReasonTermTooShort     = "term-too-short"    // a reservation ends before the slot's hours are done
+	ReasonSamePool         = "same-pool"         // another offer of the same stock was kept
 	ReasonPrice            = "price"             // above the price ceiling
 	ReasonFX               = "fx"                // no FX rate to the billing currency
 	ReasonSpotNotCheaper   = "spot-not-cheaper"

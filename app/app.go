@@ -59,6 +59,10 @@ type Options struct {
 
 // App is a wired main job. Close releases the ledger and the replay servers.
 type App struct {
+	// credentials are the secret values handed to sources; the collector
+	// redacts them from every error and reason it records.
+	credentials []string
+
 	Config *config.Config
 	Burst  *sluice.Burst
 	Ledger *ledger.SQLite
@@ -138,8 +142,13 @@ func (a *App) Close() {
 // currencies and GPU models) applied before policy sees an offer.
 func (a *App) collector(ctx context.Context, o Options) *pricing.Collector {
 	cfg := a.Config
+	sources := a.sources(ctx, o) // fills a.credentials
+	creds := a.credentials
 	return &pricing.Collector{
-		Sources:        a.sources(ctx, o),
+		Sources: sources,
+		// A provider that echoes a key in its error body must not get it into a
+		// decision record (which is hash-chained and cannot be scrubbed later).
+		Redact:         func(s string) string { return secrets.Redact(s, creds...) },
 		SourceTimeout:  cfg.Quotes.SourceTimeout,
 		OverallTimeout: cfg.Quotes.OverallTimeout,
 		FX:             cfg.FX,
@@ -179,7 +188,11 @@ func (a *App) sources(ctx context.Context, o Options) []sluice.QuoteSource {
 		if env == "" {
 			return ""
 		}
-		return o.Getenv(env)
+		v := o.Getenv(env)
+		if v != "" {
+			a.credentials = append(a.credentials, v)
+		}
+		return v
 	}
 	var out []sluice.QuoteSource
 	for _, name := range config.Providers {
@@ -223,8 +236,10 @@ func (a *App) sources(ctx context.Context, o Options) []sluice.QuoteSource {
 				src = missing(name, o.ReplayDir)
 				break
 			}
+			// The SDK's own buildable HTTP client (no HTTPClient here): it honours
+			// AWS_CA_BUNDLE and the like; the source deadline bounds each call.
 			c := ec2.Config{Regions: p.Regions, InstanceTypes: p.InstanceTypes, EC2Endpoint: ec2URL, PricingEndpoint: priceURL,
-				MaxUnits: p.MaxUnits, TTL: cfg.Quotes.TTL, HTTPClient: client, Now: now}
+				MaxUnits: p.MaxUnits, TTL: cfg.Quotes.TTL, Now: now}
 			if a.Replay != nil {
 				c.AccessKeyID, c.SecretAccessKey = "replay", "replay"
 			}
@@ -305,8 +320,10 @@ func credentialNames(cfg *config.Config) []string {
 // within MaxFXDrift of the config's rate (a larger move is more likely a
 // source or parsing fault than a market move, and needs a person).
 var (
-	MaxFXDrift = decimal.RequireFromString("0.10")
-	MaxFXAge   = 7 * 24 * time.Hour
+	// liveFXTimeout bounds the ECB fetch (it runs once per process, before any decision).
+	liveFXTimeout = 1500 * time.Millisecond
+	MaxFXDrift    = decimal.RequireFromString("0.10")
+	MaxFXAge      = 7 * 24 * time.Hour
 )
 
 // LiveFX returns table with its USD/CNY rate replaced by the ECB's cross
@@ -321,11 +338,15 @@ func LiveFX(ctx context.Context, table sluice.FXTable, url string, now time.Time
 	if url == "" {
 		url = ecbfx.URL
 	}
-	fctx, cancel := context.WithTimeout(ctx, 3*time.Second)
+	fctx, cancel := context.WithTimeout(ctx, liveFXTimeout)
 	defer cancel()
 	live, err := ecbfx.Fetch(fctx, nil, url)
 	if err != nil {
 		slog.Warn("live FX refresh failed; using the config's rates", "error", err)
+		return table
+	}
+	if live.AsOf.After(now.Add(24 * time.Hour)) {
+		slog.Warn("live FX rate is dated in the future; using the config's rates", "as_of", live.AsOf.Format(time.DateOnly))
 		return table
 	}
 	if now.Sub(live.AsOf) > MaxFXAge {

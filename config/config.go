@@ -166,6 +166,9 @@ const (
 // Providers are the quote sources this build knows.
 var Providers = []string{"aws", "runpod", "vast", "aliyun", "autodl"}
 
+// listCurrency is the currency a provider's configured price list must be in.
+var listCurrency = map[string]string{"autodl": "CNY"}
+
 // GPUModels are the canonical GPU model names offers are normalised to.
 var GPUModels = []string{"A100-80GB", "A100-40GB"}
 
@@ -311,16 +314,32 @@ func Parse(b []byte, name string) (*Config, error) {
 				return nil, bad(field+".prices", "empty")
 			}
 			prov.PriceList = &PriceList{AsOf: asOf, Source: pl.Source}
+			seen := map[string]bool{}
 			for i, lp := range pl.Prices {
 				f := fmt.Sprintf("%s.prices[%d]", field, i)
 				if lp.GPUName == "" || !slices.Contains(GPUModels, lp.GPUModel) {
 					return nil, bad(f, "gpu_name %q / gpu_model %q: want a name and one of %s", lp.GPUName, lp.GPUModel, strings.Join(GPUModels, ", "))
 				}
+				if seen[lp.GPUName] {
+					return nil, bad(f+".gpu_name", "%q listed twice: one price per GPU", lp.GPUName)
+				}
+				seen[lp.GPUName] = true
 				m, err := lp.PerGPUHour.money()
 				if err != nil {
 					return nil, bad(f+".per_gpu_hour", "%v", err)
 				}
+				if cur, ok := listCurrency[name]; ok && m.Currency != cur {
+					return nil, bad(f+".per_gpu_hour", "currency %s: %s bills in %s", m.Currency, name, cur)
+				}
 				prov.PriceList.Prices = append(prov.PriceList.Prices, ListPrice{lp.GPUName, lp.GPUModel, m})
+			}
+		}
+		if name == "autodl" && prov.Enabled && prov.PriceList == nil {
+			return nil, bad("providers.autodl.price_list", "missing: AutoDL publishes no price API, so an enabled AutoDL needs a dated price list")
+		}
+		for _, g := range prov.GPUNames {
+			if prov.PriceList != nil && !slices.ContainsFunc(prov.PriceList.Prices, func(lp ListPrice) bool { return lp.GPUName == g }) {
+				return nil, bad("providers."+name+".gpu_names", "%q has no price in price_list", g)
 			}
 		}
 		c.Providers[name] = prov

@@ -78,6 +78,10 @@ func TestParseErrorsNameTheField(t *testing.T) {
 		{base + "quotes: {min_price_per_gpu_hour: {amount: \"-1\", currency: USD}}\n", "quotes.min_price_per_gpu_hour"},
 		{base + "quotes: {min_price_per_gpu_hour: {amount: \"9\", currency: USD}}\n", "quotes.min_price_per_gpu_hour"},
 		{"billing_currency: CNY\n", "quotes.max_price_per_gpu_hour"},
+		{base + "providers: {autodl: {enabled: true}}\n", "providers.autodl.price_list"},
+		{base + "providers: {autodl: {enabled: true, price_list: {as_of: 2026-11-01, source: x, prices: [{gpu_name: A, gpu_model: A100-80GB, per_gpu_hour: {amount: \"6.68\", currency: USD}}]}}}\n", "per_gpu_hour"},
+		{base + "providers: {autodl: {enabled: true, price_list: {as_of: 2026-11-01, source: x, prices: [{gpu_name: A, gpu_model: A100-80GB, per_gpu_hour: {amount: \"6.68\", currency: CNY}}, {gpu_name: A, gpu_model: A100-80GB, per_gpu_hour: {amount: \"1\", currency: CNY}}]}}}\n", "listed twice"},
+		{base + "providers: {autodl: {enabled: true, gpu_names: [H800], price_list: {as_of: 2026-11-01, source: x, prices: [{gpu_name: A, gpu_model: A100-80GB, per_gpu_hour: {amount: \"6.68\", currency: CNY}}]}}}\n", "providers.autodl.gpu_names"},
 	}
 	for _, tc := range tests {
 		y := strings.Replace(tc.yaml, "%s", "", 1)

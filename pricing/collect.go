@@ -37,6 +37,10 @@ type Collector struct {
 	// FX converts offer prices to the currency of the Hygiene band (the
 	// decision's FX table).
 	FX sluice.FXTable
+	// Redact, when set, is applied to every error text and drop reason a
+	// source reports, so credential values a provider echoes back never reach
+	// a decision record.
+	Redact func(string) string
 	// Now is the decision clock offers' FetchedAt is checked against (default
 	// time.Now); the sources should stamp offers with the same clock.
 	// Latency is always measured on the real (monotonic) clock.
@@ -133,6 +137,12 @@ func (c *Collector) Collect(ctx context.Context) ([]sluice.Offer, []sluice.Sourc
 			seen[o.ID] = true
 			offers = append(offers, o)
 			rep.Offers++
+		}
+		if c.Redact != nil {
+			rep.Error = c.Redact(rep.Error)
+			for k := range rep.Dropped {
+				rep.Dropped[k].Reason = c.Redact(rep.Dropped[k].Reason)
+			}
 		}
 		reports[i] = rep
 	}

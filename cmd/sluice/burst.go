@@ -40,6 +40,10 @@ func burst(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "sluice burst: --event is required")
 		return 2
 	}
+	if fs.NArg() > 0 {
+		fmt.Fprintf(stderr, "sluice burst: unexpected arguments %q\n", fs.Args())
+		return 2
+	}
 	// Everything the caller can get wrong is checked before the ledger is opened,
 	// so a bad event or config leaves the ledger as it was.
 	raw, err := os.ReadFile(*eventPath)
@@ -118,7 +122,7 @@ func printDecision(w io.Writer, rec sluice.DecisionRecord, replayed bool, ledger
 				p += fmt.Sprintf(" (%d dropped)", len(s.Dropped))
 			}
 			if s.Error != "" {
-				p += " FAILED: " + s.Error
+				p += " FAILED (" + s.ErrorClass + "): " + oneLine(s.Error)
 			}
 			parts = append(parts, p+fmt.Sprintf(" [%d ms]", s.LatencyMS))
 		}
@@ -193,4 +197,10 @@ func short(s string) string {
 		return s[:12]
 	}
 	return s
+}
+
+// oneLine folds a multi-line provider message into one line for the table
+// (the record keeps it as it was).
+func oneLine(s string) string {
+	return strings.Join(strings.Fields(s), " ")
 }

@@ -246,6 +246,8 @@ func (p *parser) emit(name, model string, price Price, idle int) {
 			Basis:          sluice.PerGPUHour,
 			RawPrice:       price.PerGPUHour.Amount.String(),
 			UnitsAvailable: idle / n,
+			Pool:           Provider + ":" + p.region + ":" + name, // every size draws on the same idle cards
+			PoolGPUs:       idle,
 			FetchedAt:      p.now,
 			ExpiresAt:      p.now.Add(p.cfg.TTL),
 			Source:         source,

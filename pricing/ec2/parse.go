@@ -543,9 +543,12 @@ func capacityBlockOffer(it ec2types.CapacityBlockOffering, id, model string, gpu
 	if it.StartDate != nil && it.EndDate != nil {
 		when = ", " + it.StartDate.UTC().Format(time.RFC3339) + "–" + it.EndDate.UTC().Format(time.RFC3339)
 	}
-	var from time.Time
+	var from, until time.Time
 	if it.StartDate != nil {
 		from = it.StartDate.UTC()
+	}
+	if it.EndDate != nil {
+		until = it.EndDate.UTC()
 	}
 	return sluice.Offer{
 		ID:             id,
@@ -555,6 +558,7 @@ func capacityBlockOffer(it ec2types.CapacityBlockOffering, id, model string, gpu
 		GPUsPerUnit:    gpus,
 		Region:         region,
 		AvailableFrom:  from,
+		AvailableUntil: until,
 		Market:         sluice.Reserved,
 		UnitPrice:      sluice.Money{Amount: rate, Currency: cur},
 		Basis:          sluice.PerInstanceHour,

@@ -420,9 +420,12 @@ func (p *parser) emit(id, model, cloud string, market sluice.Market, n int, w wi
 		Basis:          sluice.PerGPUHour,
 		RawPrice:       w.raw,
 		UnitsAvailable: units,
-		FetchedAt:      p.now,
-		ExpiresAt:      p.now.Add(p.cfg.TTL),
-		Source:         source,
+		// Every pod size and both markets of one GPU type in one cloud draw on
+		// the same machines; RunPod gives no GPU count for the pool.
+		Pool:      Provider + ":" + id + ":" + cloud,
+		FetchedAt: p.now,
+		ExpiresAt: p.now.Add(p.cfg.TTL),
+		Source:    source,
 	}
 	if market == sluice.Spot {
 		o.MinBid = unit
