@@ -11,16 +11,53 @@ import (
 // Redacted is what a Secret prints as, and what Redact puts in place of a value.
 const Redacted = "[redacted]"
 
+// minPrefix is the shortest leading part of a secret that Redact blanks on
+// its own: error bodies are cut to a few hundred bytes before they are
+// redacted, and the cut can fall inside an echoed key.
+const minPrefix = 6
+
 // Redact returns s with every occurrence of each non-empty secret replaced by
-// "[redacted]". Longer secrets are replaced first, so a secret that contains
-// another is blanked whole.
+// "[redacted]", matching without regard to ASCII case (an error message may
+// upper- or lower-case what it echoes). A secret of at least 6 characters is
+// also blanked where only its first 6 or more characters appear (a body cut
+// inside the key). Longer secrets are handled first, so a secret that
+// contains another is blanked whole. Encoded echoes (base64, URL escapes) are
+// not recognised.
 func Redact(s string, secrets ...string) string {
 	vs := slices.DeleteFunc(slices.Clone(secrets), func(v string) bool { return v == "" })
 	slices.SortStableFunc(vs, func(a, b string) int { return cmp.Compare(len(b), len(a)) })
 	for _, v := range vs {
-		s = strings.ReplaceAll(s, v, Redacted)
+		s = redactOne(s, v)
 	}
 	return s
+}
+
+// redactOne blanks every case-insensitive match of v, or of a prefix of v at
+// least minPrefix long (all of v when v is shorter), in s.
+func redactOne(s, v string) string {
+	need := min(len(v), minPrefix)
+	var b strings.Builder
+	for i := 0; i < len(s); {
+		n := 0
+		for n < len(v) && i+n < len(s) && lowerASCII(s[i+n]) == lowerASCII(v[n]) {
+			n++
+		}
+		if n >= need {
+			b.WriteString(Redacted)
+			i += n
+			continue
+		}
+		b.WriteByte(s[i])
+		i++
+	}
+	return b.String()
+}
+
+func lowerASCII(c byte) byte {
+	if 'A' <= c && c <= 'Z' {
+		return c + 'a' - 'A'
+	}
+	return c
 }
 
 // Secret is a credential value. It prints as "[redacted]" through fmt (every

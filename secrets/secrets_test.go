@@ -334,3 +334,20 @@ func assertNoSecret(t *testing.T, what, s string) {
 		t.Errorf("%s shows the secret: %s", what, Redact(s, value))
 	}
 }
+
+// An echoed key cut by a body snippet, or re-cased by the provider, is still blanked.
+func TestRedactCutAndCase(t *testing.T) {
+	const key = "rpa_K7Q2M9X4T8W1Z6B3N5V0C2L8H4J7D9F1G3S6A2"
+	for _, tc := range []struct{ in, want string }{
+		{`{"error":"bad key Bearer ` + key + `"}`, `{"error":"bad key Bearer [redacted]"}`},
+		{"padding…xxxx" + key[:40] + "…", "padding…xxxx[redacted]…"},
+		{"BEARER " + strings.ToUpper(key), "BEARER [redacted]"},
+		{"bearer sk-secret-123", "bearer [redacted]"},
+		{"rpa_K7 is only a prefix of 6", "[redacted] is only a prefix of 6"},
+		{"rpa_K and nothing else", "rpa_K and nothing else"},
+	} {
+		if got := Redact(tc.in, key, "sk-SECRET-123"); got != tc.want {
+			t.Errorf("Redact(%q) = %q, want %q", tc.in, got, tc.want)
+		}
+	}
+}
