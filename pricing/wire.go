@@ -17,7 +17,7 @@ const maxTokenLen = 64
 
 // WireAmount reads a price that a provider sends as a JSON number (RunPod,
 // Vast.ai and Alibaba all send floats) as an exact decimal from the token's
-// own text (gjson Result.Raw), never through float64. present is false for a
+// own text (gjson Result.Raw), never through binary floating point. present is false for a
 // missing or null value. It fails on a token that is not a JSON number, is
 // longer than 64 characters, has an exponent beyond ±MaxExponent, or is negative;
 // the error text is short ("not a JSON number", "negative") so callers can

@@ -2,7 +2,7 @@
 // (API version 2014-05-26, RPC style, V3 signature): the pay-as-you-go price of
 // each instance type from DescribePrice and the current spot price per zone from
 // DescribeSpotPriceHistory. Prices are CNY per instance-hour on the China site
-// (aliyun.com); they are read from the JSON number text, never through float64.
+// (aliyun.com); they are read from the JSON number text, never through binary floating point.
 //
 // Wire formats: ../shared/reference/providers.md §5.
 package aliyun

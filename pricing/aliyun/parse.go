@@ -142,8 +142,8 @@ func snippet(b []byte) string {
 	return string(b)
 }
 
-// wirePrice reads a price that Alibaba sends as a JSON number (float32 in its
-// SDKs) from the token text itself, never through float64. It must be a JSON
+// wirePrice reads a price that Alibaba sends as a JSON number (32-bit floats in its
+// SDKs) from the token text itself, never through binary floating point. It must be a JSON
 // number, a plain decimal, and > 0. field names the wire field in errors.
 func wirePrice(r gjson.Result, field, currency string) (sluice.Money, string, error) {
 	if !r.Exists() {
@@ -180,7 +180,7 @@ func SpotID(region, zone, instanceType string) string {
 // (OriginalPrice − DiscountPrice), in PriceInfo.Price.Currency (CNY on
 // aliyun.com) per instance-hour; it is the price of the whole quoted
 // configuration (the instance plus the default system disk when Alibaba adds
-// one). The price is read from the JSON token text, never through float64.
+// one). The price is read from the JSON token text, never through binary floating point.
 //
 // A response whose price cannot be used yields no offer and one DroppedOffer
 // naming the field and value; an error response or a body that is not a
@@ -388,7 +388,7 @@ func spotOffers(points []spotPoint, region, instanceType string, now time.Time, 
 // per ZoneId, priced at the SpotPrice of that zone's latest Timestamp, in the
 // response's Currency (CNY on aliyun.com) per instance-hour; MinBid is the same
 // price (the market price a SpotWithPriceLimit bid must reach). Prices are read
-// from the JSON token text, never through float64.
+// from the JSON token text, never through binary floating point.
 //
 // Entries without a usable ZoneId, Timestamp or InstanceType, and zones whose
 // latest SpotPrice is unusable, become DroppedOffers naming field and value; an

@@ -21,7 +21,7 @@
 // Units: the list is in yuan (CNY) per GPU-hour, as a decimal (Yuan("6.68")).
 // AutoDL's API speaks milli-yuan (yuan × 1000) per hour in its price_from /
 // price_to filters and container "price"; MilliYuan("6680") converts that form.
-// Money never passes through float64.
+// Money never passes through binary floating point.
 //
 // AutoDL has no spot or interruptible market: every offer is on-demand
 // (pay-as-you-go).

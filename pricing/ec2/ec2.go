@@ -8,7 +8,7 @@
 // Both APIs send prices as text, USD per instance-hour: spotPrice "0.087000"
 // (6 decimals, XML) and pricePerUnit.USD "21.9576420000" (10 decimals, inside a
 // JSON document carried as a string). They are read as exact decimals from that
-// text (pricing.TextAmount), never through float64; the text is kept in
+// text (pricing.TextAmount), never through binary floating point; the text is kept in
 // Offer.RawPrice with Basis sluice.PerInstanceHour. A Capacity Block's
 // upfrontFee is the TOTAL for the block, not an hourly rate: its offer's
 // UnitPrice is the derived per-instance-hour rate (CapacityBlockHourly, the one

@@ -16,7 +16,7 @@
 //
 //	1 USD = rate(CNY) ÷ rate(USD) CNY   (CNY per EUR ÷ USD per EUR)
 //
-// computed from the wire text as exact decimals (never float64) and rounded
+// computed from the wire text as exact decimals (never binary floating point) and rounded
 // once, with decimal.DivRound, to CrossScale (10) decimal places, half away
 // from zero. The result is a sluice.FXRate (Base USD, Quote CNY) dated with
 // the Cube's time and carrying Source, ready to be stored with a decision.

@@ -11,7 +11,7 @@
 // (see ParseGPUTypes for the precedence).
 //
 // RunPod prices are JSON Floats in USD per GPU-hour (providers.md §0, §2.1).
-// They are read as decimal from the raw JSON token text (never float64); the
+// They are read as decimal from the raw JSON token text (never binary floating point); the
 // token is kept in Offer.RawPrice with Basis sluice.PerGPUHour, and
 // Offer.UnitPrice is that per-GPU price × GPUs per unit, exactly.
 //

@@ -5,7 +5,7 @@
 //
 // Vast prices are JSON numbers in USD per OFFER-hour — the whole slice of
 // num_gpus GPUs, not per GPU (providers.md §0, §3). They are read as decimal
-// from the raw JSON token text (never float64) and kept with Basis
+// from the raw JSON token text (never binary floating point) and kept with Basis
 // sluice.PerOfferHour; a unit is the whole ask, so UnitPrice is the wire
 // price itself.
 //
