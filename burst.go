@@ -33,9 +33,6 @@ type Burst struct {
 	CodeVersion        string
 }
 
-// ErrUnknownQueue is returned when a trigger names a queue without a profile.
-var ErrUnknownQueue = errors.New("unknown queue")
-
 // Decide runs the main job for one trigger and returns the decision record
 // with its placements. The same trigger delivered again returns the recorded
 // decision (replayed = true) and places nothing. Errors are for the whole run

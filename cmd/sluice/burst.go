@@ -81,7 +81,7 @@ func burst(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		rec, replayed, err := a.Burst.Decide(ctx, t)
 		if err != nil {
 			fmt.Fprintf(stderr, "sluice burst: queue %s: %v\n", t.Queue, err)
-			if app.IsBadInput(err) || errors.Is(err, sluice.ErrUnknownQueue) {
+			if app.IsBadInput(err) {
 				return 2
 			}
 			return 1

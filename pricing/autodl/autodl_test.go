@@ -112,6 +112,14 @@ func TestOffersFromReplay(t *testing.T) {
 		t.Errorf("dropped = %v, want none", dropped)
 	}
 	diff(t, rows(offers), fixtureOffers)
+	// Every size of one GPU in one data centre draws on the same idle cards.
+	idle := map[string]int{"autodl:beijingDC1:A100-SXM4-80GB": 12, "autodl:beijingDC1:A100-PCIE-40GB": 3,
+		"autodl:beijingDC2:A100-PCIE-40GB": 2, "autodl:westDC2:A100-SXM4-80GB": 7}
+	for _, o := range offers {
+		if want := "autodl:" + o.Region + ":" + o.SKU; o.Pool != want || o.PoolGPUs != idle[want] {
+			t.Errorf("%s: pool %q / %d GPUs, want %q / %d", o.ID, o.Pool, o.PoolGPUs, want, idle[want])
+		}
+	}
 	for _, o := range offers {
 		wantSource := "autodl gpu_stock " + o.Region + " + price list 2026-11-01 (" + listSource + ")"
 		if o.Provider != "autodl" || o.Source != wantSource || !o.FetchedAt.Equal(now) || !o.ExpiresAt.Equal(now.Add(5*time.Minute)) || o.MinBid.IsSet() || o.TermHours != 0 {

@@ -123,6 +123,15 @@ func TestOffersFromReplay(t *testing.T) {
 	}
 	diff(t, "offers", rows(offers), fixtureOffers)
 	diff(t, "dropped", drops(dropped), fixtureDropped)
+	// A capacity block carries its window, so the planner can refuse one that
+	// starts too late or ends before the work is done.
+	start, end := time.Date(2026, 12, 1, 11, 30, 0, 0, time.UTC), time.Date(2026, 12, 2, 11, 30, 0, 0, time.UTC)
+	for _, o := range offers {
+		reserved := o.Market == sluice.Reserved
+		if reserved != (o.AvailableFrom.Equal(start) && o.AvailableUntil.Equal(end)) || !reserved && !(o.AvailableFrom.IsZero() && o.AvailableUntil.IsZero()) {
+			t.Errorf("%s: available %v – %v", o.ID, o.AvailableFrom, o.AvailableUntil)
+		}
+	}
 	for _, o := range offers {
 		if o.Provider != "aws" || !o.FetchedAt.Equal(now) || !o.ExpiresAt.Equal(now.Add(5*time.Minute)) {
 			t.Errorf("%s: provider %q fetched %v expires %v", o.ID, o.Provider, o.FetchedAt, o.ExpiresAt)

@@ -95,6 +95,10 @@ func TestOffersFromReplay(t *testing.T) {
 		if o.Provider != "runpod" || !strings.HasPrefix(o.Source, runpod.Source+" lp_s_") || !o.FetchedAt.Equal(now) || !o.ExpiresAt.Equal(now.Add(5*time.Minute)) {
 			t.Errorf("%s: provider %q source %q fetched %v expires %v", o.ID, o.Provider, o.Source, o.FetchedAt, o.ExpiresAt)
 		}
+		// Every pod size and both markets of one GPU type and cloud share a pool.
+		if want := "runpod:" + o.SKU + ":secure"; o.Pool != want || o.PoolGPUs != 0 {
+			t.Errorf("%s: pool %q / %d GPUs, want %q / 0 (unknown)", o.ID, o.Pool, o.PoolGPUs, want)
+		}
 	}
 	if got := offers[2].Source; got != "runpod graphql gpuTypes lp_s_4: lowestPrice(gpuCount:4, secureCloud:true)" {
 		t.Errorf("Source = %q", got)
