@@ -27,10 +27,8 @@ type Burst struct {
 	FX                   FXTable
 	InterruptionsPerHour map[string]decimal.Decimal
 	// Budgets is the monthly budget per tier in BillingCurrency.
-	Budgets map[Tier]Money
-	// MinPricePerGPUHour is the price floor below which offers are not believed.
-	MinPricePerGPUHour Money
-	CodeVersion        string
+	Budgets     map[Tier]Money
+	CodeVersion string
 }
 
 // Decide runs the main job for one trigger and returns the decision record
@@ -136,7 +134,7 @@ func (b *Burst) plan(ctx context.Context, rec *DecisionRecord, profile QueueProf
 		plan, err := MakePlan(PlanInput{
 			Demand: rec.Demand, Profile: profile, Offers: rec.Offers, Verdicts: rec.Verdicts,
 			BillingCurrency: b.BillingCurrency, FX: b.FX, InterruptionsPerHour: b.InterruptionsPerHour,
-			Budget: headroom, MinPricePerGPUHour: b.MinPricePerGPUHour, Now: b.Clock.Now().UTC(),
+			Budget: headroom, Now: b.Clock.Now().UTC(),
 		})
 		if err != nil {
 			return err

@@ -31,11 +31,7 @@ type PlanInput struct {
 	InterruptionsPerHour map[string]decimal.Decimal
 	// Budget is the tier's remaining headroom in the billing currency; nil means no limit.
 	Budget *Money
-	// MinPricePerGPUHour is the lowest price per GPU-hour believed; a cheaper
-	// offer is refused as implausible (a parsing slip or a lying source must not
-	// win the plan). Zero Money means 0 (any positive price is believed).
-	MinPricePerGPUHour Money
-	Now                time.Time
+	Now    time.Time
 }
 
 // candidate is an offer that passed every filter, with its per-unit costs.
@@ -315,13 +311,6 @@ func costOffer(in PlanInput, i int) (*candidate, []Reason) {
 		case price.Cmp(limit) > 0:
 			rs = append(rs, Reason{Code: ReasonPrice, Rule: "plan.above_ceiling", Message: fmt.Sprintf(
 				"%s per unit-hour (%d GPUs) > ceiling %s per GPU-hour × %d = %s", o.UnitPrice, o.GPUsPerUnit, ceil, o.GPUsPerUnit, limit)})
-		}
-	}
-	if floor := in.MinPricePerGPUHour; floor.IsSet() && o.UnitPrice.Amount.IsPositive() {
-		limit := floor.MulInt(max(o.GPUsPerUnit, 1))
-		if price, _, err := in.FX.Convert(o.UnitPrice, floor.Currency); err == nil && price.Cmp(limit) < 0 {
-			rs = append(rs, Reason{Code: ReasonImplausible, Rule: "plan.below_price_floor", Message: fmt.Sprintf(
-				"%s per unit-hour (%d GPUs) < floor %s per GPU-hour: not believed", o.UnitPrice, o.GPUsPerUnit, floor)})
 		}
 	}
 	return c, rs

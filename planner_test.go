@@ -49,7 +49,6 @@ func TestMakePlanHandChecked(t *testing.T) {
 		offers  []Offer
 		rates   map[string]decimal.Decimal
 		budget  *Money
-		floor   *Money
 		want    map[string]int // offer id → units
 		total   string
 		covered int
@@ -119,14 +118,14 @@ func TestMakePlanHandChecked(t *testing.T) {
 			reasons: map[string][]string{"dear": {ReasonPrice}},
 		},
 		{
-			// A unit claiming 9999 GPUs, a zero price and a price under the floor
-			// (0.05 USD per GPU-hour × 4 = 0.20 per unit-hour) are not believed.
+			// A unit claiming 9999 GPUs and a zero price break the planner's
+			// arithmetic, so it refuses them itself (the price band is the
+			// collector's hygiene, pricing.Hygiene, applied before policy).
 			name: "implausible offers", slots: 1,
 			offers: []Offer{offer("huge", OnDemand, 9999, 1, "2.00", "USD"), offer("free", OnDemand, 4, 1, "0", "USD"),
-				offer("tiny", OnDemand, 4, 1, "0.19", "USD"), offer("ok", OnDemand, 4, 1, "0.20", "USD")},
-			floor: &Money{decimal.RequireFromString("0.05"), "USD"},
-			want:  map[string]int{"ok": 1}, total: "0.8", covered: 1,
-			reasons: map[string][]string{"huge": {ReasonImplausible, ReasonImplausible}, "free": {ReasonImplausible}, "tiny": {ReasonImplausible}},
+				offer("ok", OnDemand, 4, 1, "0.20", "USD")},
+			want: map[string]int{"ok": 1}, total: "0.8", covered: 1,
+			reasons: map[string][]string{"huge": {ReasonImplausible}, "free": {ReasonImplausible}},
 		},
 		{
 			// Equal CNY amounts convert to equal USD amounts: each line converts
@@ -187,9 +186,6 @@ func TestMakePlanHandChecked(t *testing.T) {
 			in := input(p, tc.slots, tc.offers)
 			in.InterruptionsPerHour = tc.rates
 			in.Budget = tc.budget
-			if tc.floor != nil {
-				in.MinPricePerGPUHour = *tc.floor
-			}
 			plan, err := MakePlan(in)
 			if err != nil {
 				t.Fatal(err)

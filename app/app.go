@@ -122,7 +122,7 @@ func Open(ctx context.Context, o Options) (*App, error) {
 		Quotes:   a.collector(ctx, o),
 		Policy:   a.Policy, Ledger: a.Ledger, Broker: a.Broker, Clock: o.Clock,
 		BillingCurrency: cfg.BillingCurrency, FX: cfg.FX, InterruptionsPerHour: cfg.InterruptionsPerHour,
-		Budgets: cfg.Budgets, MinPricePerGPUHour: cfg.Quotes.MinPricePerGPUHour, CodeVersion: o.CodeVersion,
+		Budgets: cfg.Budgets, CodeVersion: o.CodeVersion,
 	}
 	return a, nil
 }
