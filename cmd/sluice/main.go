@@ -1,6 +1,12 @@
 // Command sluice is Sluice's CLI. Subcommands:
 //
 //	sluice burst --event FILE [--config FILE] [--replay DIR] [--ledger PATH] [--json]
+//	sluice quotes [--config FILE] [--replay DIR]
+//	sluice drain --event FILE ...      (drain.go)
+//	sluice reconcile ...               (reconcile.go)
+//	sluice policy explain|check ...    (policy.go)
+//	sluice audit verify|export|report  (audit.go)
+//	sluice simulate ...                (simulate.go)
 //
 // Exit status: 0 when a decision is made (also "nothing to do"), 2 for a bad
 // event or config (stderr names the problem), 1 otherwise.
@@ -22,6 +28,11 @@ const usage = `usage: sluice <command> [flags]
 commands:
   burst   turn a queue-depth alarm into a priced, policy-checked placement decision
   quotes  fetch every enabled source's offers once and list them (no ledger, nothing placed)
+  drain      release a queue's placements when its alarm returns to OK
+  reconcile  match each provider's Sluice-tagged instances against the ledger
+  policy     explain a decision's verdicts, or check a policy directory
+  audit      verify the ledger, export FOCUS CSV, report spend
+  simulate   what-if: owned pool size and burst strategies over a job trace
 `
 
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
@@ -34,6 +45,16 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return burst(ctx, args[1:], stdout, stderr)
 	case "quotes":
 		return quotes(ctx, args[1:], stdout, stderr)
+	case "drain":
+		return drain(ctx, args[1:], stdout, stderr)
+	case "reconcile":
+		return reconcile(ctx, args[1:], stdout, stderr)
+	case "policy":
+		return policyCmd(ctx, args[1:], stdout, stderr)
+	case "audit":
+		return audit(ctx, args[1:], stdout, stderr)
+	case "simulate":
+		return simulate(ctx, args[1:], stdout, stderr)
 	case "-h", "--help", "help":
 		fmt.Fprint(stdout, usage)
 		return 0
