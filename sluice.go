@@ -264,6 +264,15 @@ type Placement struct {
 	// Price is the price read back from the provider per unit-hour.
 	Price    Money     `json:"price"`
 	PlacedAt time.Time `json:"placed_at"`
+	// BidDecided is the bid the plan decided, per bid unit-hour in the offer's
+	// currency (spot lines only; see BidUnit); BidSent is the exact text sent on
+	// the wire after the provider's unit conversion and rounding (brokers/bid).
+	BidDecided *Money  `json:"bid_decided,omitempty"`
+	BidSent    string  `json:"bid_sent,omitempty"`
+	BidUnit    BidUnit `json:"bid_unit,omitempty"`
+	// ErrorClass classifies Error: "capacity", "quota", "capability",
+	// "transient", "price-mismatch", "bid-range" (see the Err* values in broker.go).
+	ErrorClass string `json:"error_class,omitempty"`
 	// Error is set when the line could not be placed; the record then gives
 	// the line's Slots back to the queue's demand.
 	Error string `json:"error,omitempty"`
@@ -319,12 +328,6 @@ type PolicyEvaluator interface {
 	Evaluate(ctx context.Context, p QueueProfile, offers []Offer, now time.Time) ([]Verdict, error)
 	// Revision identifies the policy files (SHA-256 over their contents).
 	Revision() string
-}
-
-// Broker places plan lines with a provider and releases them.
-type Broker interface {
-	// Place buys one line; it is idempotent on Placement.ClientToken.
-	Place(ctx context.Context, decisionID string, lineNo int, line Line) (Placement, error)
 }
 
 // Ledger stores decision records and placements.

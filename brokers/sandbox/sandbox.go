@@ -74,3 +74,37 @@ func (b *Broker) Orders() int {
 	defer b.mu.Unlock()
 	return len(b.orders)
 }
+
+// Find returns the order placed for (decisionID, line), if any.
+func (b *Broker) Find(_ context.Context, _ string, decisionID string, line int) (sluice.Placement, bool, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	p, ok := b.orders[sluice.ClientToken(decisionID, line)]
+	return p, ok, nil
+}
+
+// Release confirms at once.
+func (b *Broker) Release(_ context.Context, p sluice.Placement) (sluice.ReleaseResult, error) {
+	now := time.Now
+	if b.Now != nil {
+		now = b.Now
+	}
+	return sluice.ReleaseResult{Confirmed: true, At: now().UTC()}, nil
+}
+
+// Instances lists the sandbox's orders as instances.
+func (b *Broker) Instances(_ context.Context, provider string) ([]sluice.Instance, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	var out []sluice.Instance
+	for _, p := range b.orders {
+		if p.Provider != provider {
+			continue
+		}
+		for _, id := range p.ExternalIDs {
+			out = append(out, sluice.Instance{Provider: p.Provider, ExternalID: id, DecisionID: p.DecisionID,
+				Line: p.Line, State: "running", LaunchedAt: p.PlacedAt, Price: p.Price})
+		}
+	}
+	return out, nil
+}
