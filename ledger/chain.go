@@ -31,7 +31,26 @@ const (
 	KindDecision = "decision"
 	// KindPlacement is a PlacementRecord: one sluice.Placement of a recorded decision.
 	KindPlacement = "placement"
+	// KindRelease is a sluice.Release: one step (pending, released, lost) of
+	// giving a placement back, including price-mismatch releases and
+	// reconcile findings (Reason says which).
+	KindRelease = "release"
 )
+
+// ReleaseRecordID is the record id of one release step: the placement's
+// record id, then "/release/" and the state, e.g.
+// "dec-…/placement/0/release/released". An orphan (no decision) is
+// "orphan/<provider>/<first external id>/release/<state>".
+func ReleaseRecordID(r sluice.Release) string {
+	if r.DecisionID == "" {
+		ext := ""
+		if len(r.ExternalIDs) > 0 {
+			ext = r.ExternalIDs[0]
+		}
+		return "orphan/" + r.Provider + "/" + ext + "/release/" + r.State
+	}
+	return PlacementRecordID(r.DecisionID, r.Line) + "/release/" + r.State
+}
 
 // GenesisHash is the prev_hash of the first record in a ledger: 64 zeros, the
 // width of a hex SHA-256, so every prev_hash has the same shape.
@@ -209,6 +228,19 @@ func columnsOf(obj map[string]any) (columns, error) {
 		}
 		queue, _ := p["queue"].(string)
 		return columns{kind: kind, recordID: PlacementRecordID(id, line), decisionID: id, queue: queue}, nil
+	case KindRelease:
+		var r sluice.Release
+		b, err := encode(obj)
+		if err == nil {
+			err = json.Unmarshal(b, &r)
+		}
+		if err != nil {
+			return columns{}, fmt.Errorf("release record: %v", err)
+		}
+		if r.State == "" {
+			return columns{}, errors.New("release record without state")
+		}
+		return columns{kind: kind, recordID: ReleaseRecordID(r), decisionID: r.DecisionID, queue: r.Queue}, nil
 	default:
 		return columns{}, fmt.Errorf("unknown record kind %q", kind)
 	}
