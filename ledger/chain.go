@@ -229,11 +229,11 @@ func columnsOf(obj map[string]any) (columns, error) {
 		queue, _ := p["queue"].(string)
 		return columns{kind: kind, recordID: PlacementRecordID(id, line), decisionID: id, queue: queue}, nil
 	case KindRelease:
-		var r sluice.Release
 		b, err := encode(obj)
-		if err == nil {
-			err = json.Unmarshal(b, &r)
+		if err != nil {
+			return columns{}, fmt.Errorf("release record: %v", err)
 		}
+		r, err := decodeRelease(b)
 		if err != nil {
 			return columns{}, fmt.Errorf("release record: %v", err)
 		}

@@ -261,7 +261,7 @@ func mustVerify(t *testing.T, s *SQLite, want int) {
 // checkGuardHeld replays the stored records in chain order with the ledger's
 // rules written out again in Go (a decision adds its slots_covered to its
 // queue, a failed placement takes its slots back; a decision's spend is its
-// total_expected_cost) and checks that every decision was appended on the
+// total_expected_cost, trued up by later records as TrueUps says) and checks that every decision was appended on the
 // state just before it: Demand.Live is its queue's live slots and
 // Budget.Spent its tier's period spend at that point. This is what the guard
 // promises; two decisions planned from one snapshot would break it. It
@@ -275,6 +275,8 @@ func checkGuardHeld(t *testing.T, s *SQLite) map[string]int {
 	defer rows.Close()
 	live := map[string]int{}
 	var decided []sluice.DecisionRecord
+	var tu TrueUps
+	adjust := map[string]decimal.Decimal{} // decision id → true-up so far
 	for rows.Next() {
 		var (
 			seq         int64
@@ -298,7 +300,7 @@ func checkGuardHeld(t *testing.T, s *SQLite) map[string]int {
 				for _, d := range decided {
 					at := d.DecidedAt
 					if d.Profile.Tier == b.Tier && !at.Before(b.PeriodStart) && at.Before(b.PeriodEnd) {
-						spent = spent.Add(d.TotalExpectedCost.Amount)
+						spent = spent.Add(d.TotalExpectedCost.Amount).Add(adjust[d.DecisionID])
 					}
 				}
 				if !spent.Equal(b.Spent.Amount) {
@@ -314,6 +316,16 @@ func checkGuardHeld(t *testing.T, s *SQLite) map[string]int {
 			}
 			if pr.Placement.Error != "" {
 				live[queue] -= pr.Placement.Slots
+			}
+			for _, d := range decided {
+				if d.DecisionID == pr.Placement.DecisionID {
+					lines, _ := json.Marshal(d.Lines)
+					a, err := tu.Add(kind, []byte(body), lines, d.BillingCurrency)
+					if err != nil {
+						t.Fatal(err)
+					}
+					adjust[d.DecisionID] = adjust[d.DecisionID].Add(a)
+				}
 			}
 		}
 	}
@@ -663,7 +675,9 @@ func TestPlacementsAndLiveSlots(t *testing.T) {
 	// assume 3 live slots, not the 4 its plan would have seen before the failure.
 	next := sampleDecision("dec-a3", "train-a")
 	next.Demand.Live = 4
-	next.Budget.Spent = sluice.Money{Amount: dec(sampleTotal).Mul(decimal.NewFromInt(3)), Currency: "CNY"}
+	// Spend is trued up too: the failed 1-slot line of dec-a2 gives its
+	// expected cost (219.35801229705 CNY, splitLine) back.
+	next.Budget.Spent = sluice.Money{Amount: dec(sampleTotal).Mul(decimal.NewFromInt(3)).Sub(dec("219.35801229705")), Currency: "CNY"}
 	if err := s.AppendDecision(ctx, &next); !errors.Is(err, sluice.ErrStale) {
 		t.Fatalf("decision assuming 4 live: %v, want ErrStale", err)
 	}
@@ -989,7 +1003,8 @@ func TestConcurrentAppends(t *testing.T) {
 	if want := 2 * goroutines * perG * 2 / 3; total != want { // a third of the placements failed
 		t.Errorf("live slots %d in all, want %d", total, want)
 	}
-	wantSpend := dec(sampleTotal).Mul(decimal.NewFromInt(goroutines * perG))
+	// A failed placement gives its line's expected cost back (TrueUps).
+	wantSpend := dec(sampleTotal).Mul(decimal.NewFromInt(goroutines * perG * 2 / 3))
 	if d := spendOf(t, h1, sluice.TierEmergency, march, april); !d.Equal(wantSpend) {
 		t.Errorf("spend %s, want %s", d, wantSpend)
 	}
