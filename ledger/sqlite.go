@@ -59,6 +59,8 @@ SELECT COALESCE(SUM(CASE
 		WHEN kind = 'decision' THEN COALESCE(json_extract(body, '$.slots_covered'), 0)
 		WHEN kind = 'placement' AND COALESCE(json_extract(body, '$.placement.error'), '') != ''
 			THEN -json_extract(body, '$.placement.slots')
+		WHEN kind = 'release' AND json_extract(body, '$.state') IN ('released', 'lost')
+			THEN -json_extract(body, '$.slots')
 		ELSE 0
 	END), 0)
 FROM records
