@@ -103,6 +103,24 @@ type QueueProfile struct {
 	Team           string `json:"team"`
 	// MaxPricePerGPUHour is the price ceiling per GPU-hour, in its own currency.
 	MaxPricePerGPUHour Money `json:"max_price_per_gpu_hour"`
+
+	// The fields below describe what kind of job the queue runs, for the
+	// policy's suitability and interruptibility rules (policy/README.md). They
+	// are omitted from JSON when unset, so records made before they existed
+	// re-hash unchanged.
+
+	// Workload is what the queue runs: "" or "training" (default),
+	// "batch-inference", or "long-lived-inference" (a service that must stay
+	// up; policy data lists it among the workloads never put on spot).
+	Workload string `json:"workload,omitempty"`
+	// CrossNodeNVLink says the jobs are tensor-parallel across several nodes
+	// and need NVLink between them; bought capacity has no such fabric.
+	CrossNodeNVLink bool `json:"cross_node_nvlink,omitempty"`
+	// LocalStorageOnly says the jobs' data must stay on local storage in
+	// StorageZone; offers in any other zone are remote and refused.
+	LocalStorageOnly bool `json:"local_storage_only,omitempty"`
+	// StorageZone is the residency zone of the queue's local storage.
+	StorageZone Zone `json:"storage_zone,omitempty"`
 }
 
 // Demand is how many slots one queue still needs now.

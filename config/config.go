@@ -143,6 +143,10 @@ type fileConfig struct {
 		BudgetTier                string     `yaml:"budget_tier"`
 		Team                      string     `yaml:"team"`
 		MaxPricePerGPUHour        moneyYAML  `yaml:"max_price_per_gpu_hour"`
+		Workload                  string     `yaml:"workload"`
+		CrossNodeNVLink           strictBool `yaml:"cross_node_nvlink"`
+		LocalStorageOnly          strictBool `yaml:"local_storage_only"`
+		StorageZone               string     `yaml:"storage_zone"`
 	} `yaml:"queues"`
 }
 
@@ -177,6 +181,10 @@ var (
 	currencyRE  = regexp.MustCompile(`^[A-Z]{3}$`)
 	dataClasses = map[string]bool{"cn-beijing-only": true, "cn-domestic": true, "public": true}
 	tiers       = map[string]bool{string(sluice.TierBase): true, string(sluice.TierElastic): true, string(sluice.TierEmergency): true}
+	// workloads are the queue workload kinds ("" = training).
+	workloads = map[string]bool{"": true, "training": true, "batch-inference": true, "long-lived-inference": true}
+	// storageZones are the zones a local_storage_only queue's storage_zone may name.
+	storageZones = map[string]bool{string(sluice.ZoneBeijing): true, string(sluice.ZoneEastChina): true, string(sluice.ZoneCNOther): true, string(sluice.ZoneOverseas): true}
 )
 
 // Parse decodes YAML (unknown fields are errors) and validates it; name is used
@@ -380,6 +388,15 @@ func Parse(b []byte, name string) (*Config, error) {
 		if !tiers[q.BudgetTier] {
 			return nil, bad(field+".budget_tier", "%q: want base, elastic or emergency", q.BudgetTier)
 		}
+		if !workloads[q.Workload] {
+			return nil, bad(field+".workload", "%q: want training, batch-inference or long-lived-inference", q.Workload)
+		}
+		if bool(q.LocalStorageOnly) && !storageZones[q.StorageZone] {
+			return nil, bad(field+".storage_zone", "%q: a local_storage_only queue needs its storage zone (beijing, east-china, cn-other or overseas)", q.StorageZone)
+		}
+		if !bool(q.LocalStorageOnly) && q.StorageZone != "" {
+			return nil, bad(field+".storage_zone", "%q: set only with local_storage_only: true", q.StorageZone)
+		}
 		var ceiling sluice.Money
 		if q.MaxPricePerGPUHour.set() {
 			if ceiling, err = q.MaxPricePerGPUHour.money(); err != nil {
@@ -394,6 +411,8 @@ func Parse(b []byte, name string) (*Config, error) {
 			MaxSlots: int(q.MaxSlots), Checkpointable: bool(q.Checkpointable), CheckpointIntervalMinutes: int(q.CheckpointIntervalMinutes),
 			DataClass: q.DataClass, ExportApproved: bool(q.ExportApproved), Tier: sluice.Tier(q.BudgetTier), Team: q.Team,
 			MaxPricePerGPUHour: ceiling,
+			Workload:           q.Workload, CrossNodeNVLink: bool(q.CrossNodeNVLink),
+			LocalStorageOnly: bool(q.LocalStorageOnly), StorageZone: sluice.Zone(q.StorageZone),
 		}
 	}
 	return c, nil

@@ -57,6 +57,11 @@ func TestParseErrorsNameTheField(t *testing.T) {
 		{base + strings.Replace(q, "elastic", "gold", 1), "queues[q].budget_tier"},
 		{base + strings.Replace(q, "%s", ", checkpointable: true", 1), "queues[q].checkpoint_interval_minutes"},
 		{base + strings.Replace(q, "%s", ", max_price_per_gpu_hour: {amount: \"2\", currency: usd}", 1), "queues[q].max_price_per_gpu_hour"},
+		{base + strings.Replace(q, "%s", ", workload: serving", 1), "queues[q].workload"},
+		{base + strings.Replace(q, "%s", ", local_storage_only: true", 1), "queues[q].storage_zone"},
+		{base + strings.Replace(q, "%s", ", local_storage_only: true, storage_zone: mars", 1), "queues[q].storage_zone"},
+		{base + strings.Replace(q, "%s", ", storage_zone: beijing", 1), "queues[q].storage_zone"},
+		{base + strings.Replace(q, "%s", ", cross_node_nvlink: \"yes\"", 1), "true or false"},
 		{base + "colour: blue\n", "colour"},
 		{"", "empty file"},
 		{base + strings.Replace(q, "gpus_per_slot: 4", "gpus_per_slot: 4.5", 1), "whole number"},
@@ -113,4 +118,29 @@ func FuzzParse(f *testing.F) {
 			}
 		}
 	})
+}
+
+// The job-kind fields the policy's suitability and interruptibility rules read.
+func TestQueueJobKind(t *testing.T) {
+	c, err := Load("../testdata/sluice.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := c.Profile("serve-beijing")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p.Workload != "long-lived-inference" || !p.LocalStorageOnly || p.StorageZone != "beijing" || p.CrossNodeNVLink {
+		t.Fatalf("serve-beijing: %+v", p)
+	}
+	p, err = c.Profile("pretrain-tp")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !p.CrossNodeNVLink || p.Workload != "training" || p.LocalStorageOnly || p.StorageZone != "" {
+		t.Fatalf("pretrain-tp: %+v", p)
+	}
+	if p, _ := c.Profile("train-beijing"); p.Workload != "" || p.CrossNodeNVLink || p.LocalStorageOnly {
+		t.Fatalf("train-beijing has job-kind fields it does not set: %+v", p)
+	}
 }
