@@ -93,21 +93,24 @@ func firstRune(s string, bad func(rune) bool) (int, rune) {
 // checkAlarmARN checks AlarmArn (see alarmARN) and returns its region code.
 // The region must be an AWS region code of the ARN's partition: cn-* exactly
 // in aws-cn, us-gov-* exactly in aws-us-gov, *-iso* exactly in aws-iso*.
-func checkAlarmARN(src, arn string) (string, error) {
+func checkAlarmARN(src, arn string) (string, error) { return checkAlarmARNAt(src, "AlarmArn", arn) }
+
+// checkAlarmARNAt is [checkAlarmARN] for an ARN sent in the field named field.
+func checkAlarmARNAt(src, field, arn string) (string, error) {
 	if i, r := firstRune(arn, invisible); i >= 0 {
-		return "", bad(src, "AlarmArn", arn, fmt.Sprintf("%U at byte %d: control, whitespace or format character", r, i))
+		return "", bad(src, field, arn, fmt.Sprintf("%U at byte %d: control, whitespace or format character", r, i))
 	}
 	m := alarmARN.FindStringSubmatch(arn)
 	if m == nil {
-		return "", bad(src, "AlarmArn", arn, "not a CloudWatch alarm ARN (arn:<partition>:cloudwatch:<region>:<12-digit account>:alarm:<name>)")
+		return "", bad(src, field, arn, "not a CloudWatch alarm ARN (arn:<partition>:cloudwatch:<region>:<12-digit account>:alarm:<name>)")
 	}
 	partition, region := "aws"+m[1], m[2]
 	if !regionCode.MatchString(region) {
-		return "", bad(src, "AlarmArn", arn, fmt.Sprintf("region %q: not an AWS region code", region))
+		return "", bad(src, field, arn, fmt.Sprintf("region %q: not an AWS region code", region))
 	}
 	cn, gov, iso := strings.HasPrefix(region, "cn-"), strings.HasPrefix(region, "us-gov-"), strings.Contains(region, "-iso")
 	if cn != (partition == "aws-cn") || gov != (partition == "aws-us-gov") || iso != strings.HasPrefix(partition, "aws-iso") {
-		return "", bad(src, "AlarmArn", arn, fmt.Sprintf("region %s is not in partition %s", region, partition))
+		return "", bad(src, field, arn, fmt.Sprintf("region %s is not in partition %s", region, partition))
 	}
 	return region, nil
 }
@@ -116,17 +119,20 @@ func checkAlarmARN(src, arn string) (string, error) {
 // 255 characters, or carries a control character (a terminal escape such as
 // ESC, a newline), a format (Cf) character or a line/paragraph separator.
 // Spaces are allowed: CloudWatch allows them in alarm names.
-func checkAlarmName(src, name string) error {
+func checkAlarmName(src, name string) error { return checkAlarmNameAt(src, "AlarmName", name) }
+
+// checkAlarmNameAt is [checkAlarmName] for a name sent in the field named field.
+func checkAlarmNameAt(src, field, name string) error {
 	if strings.TrimSpace(name) == "" {
-		return bad(src, "AlarmName", "", "empty")
+		return bad(src, field, "", "empty")
 	}
 	if n := utf8.RuneCountInString(name); n > maxAlarmName {
-		return bad(src, "AlarmName", name, fmt.Sprintf("%d characters: longer than CloudWatch's %d", n, maxAlarmName))
+		return bad(src, field, name, fmt.Sprintf("%d characters: longer than CloudWatch's %d", n, maxAlarmName))
 	}
 	if i, r := firstRune(name, func(r rune) bool {
 		return unicode.IsControl(r) || unicode.In(r, unicode.Cf, unicode.Zl, unicode.Zp)
 	}); i >= 0 {
-		return bad(src, "AlarmName", name, fmt.Sprintf("%U at byte %d: control or format character", r, i))
+		return bad(src, field, name, fmt.Sprintf("%U at byte %d: control or format character", r, i))
 	}
 	return nil
 }
@@ -195,36 +201,68 @@ func queueDimension(src, field string, dims []awsevents.CloudWatchDimension) (st
 // be ApproximateNumberOfMessagesVisible or ApproximateNumberOfMessagesNotVisible,
 // and at least one must be ApproximateNumberOfMessagesVisible.
 func alarmQueue(src string, t awsevents.CloudWatchAlarmTrigger) (string, error) {
-	const noQueue = "no QueueName dimension of an AWS/SQS metric"
 	if len(t.Metrics) == 0 {
-		if t.Namespace != SQSNamespace {
-			return "", bad(src, "Trigger.Namespace", t.Namespace, "not "+SQSNamespace+": "+noQueue)
+		return depthQueue(src, true, "Trigger.Metrics", []metricRef{{
+			namespace: t.Namespace, name: t.MetricName, dims: t.Dimensions,
+			nsField: "Trigger.Namespace", nameField: "Trigger.MetricName", dimsField: "Trigger.Dimensions",
+		}})
+	}
+	refs := make([]metricRef, 0, len(t.Metrics))
+	for i, m := range t.Metrics {
+		f := fmt.Sprintf("Trigger.Metrics[%d].MetricStat.Metric.", i)
+		refs = append(refs, metricRef{
+			namespace: m.MetricStat.Metric.Namespace, name: m.MetricStat.Metric.MetricName, dims: m.MetricStat.Metric.Dimensions,
+			nsField: f + "Namespace", nameField: f + "MetricName", dimsField: f + "Dimensions",
+		})
+	}
+	return depthQueue(src, false, "Trigger.Metrics", refs)
+}
+
+// metricRef is one metric an alarm evaluates, with the wire paths of its
+// parts (they differ between the SNS payload and the EventBridge / Lambda
+// action shapes) so errors name the field as sent.
+type metricRef struct {
+	namespace, name string
+	dims            []awsevents.CloudWatchDimension
+	nsField         string
+	nameField       string
+	dimsField       string
+}
+
+// depthQueue applies the rules of [alarmQueue] to the metrics of one alarm:
+// single is a single-metric alarm (one metric, no expression); otherwise the
+// metrics are those of a metric-math alarm, and all is the wire path of the
+// whole list.
+func depthQueue(src string, single bool, all string, ms []metricRef) (string, error) {
+	const noQueue = "no QueueName dimension of an AWS/SQS metric"
+	if single {
+		m := ms[0]
+		if m.namespace != SQSNamespace {
+			return "", bad(src, m.nsField, m.namespace, "not "+SQSNamespace+": "+noQueue)
 		}
-		if why := depthMetric(t.MetricName, false); why != "" {
-			return "", bad(src, "Trigger.MetricName", t.MetricName, why)
+		if why := depthMetric(m.name, false); why != "" {
+			return "", bad(src, m.nameField, m.name, why)
 		}
-		q, ok, err := queueDimension(src, "Trigger.Dimensions", t.Dimensions)
+		q, ok, err := queueDimension(src, m.dimsField, m.dims)
 		if err != nil {
 			return "", err
 		}
 		if !ok {
-			return "", bad(src, "Trigger.Dimensions", "", noQueue)
+			return "", bad(src, m.dimsField, "", noQueue)
 		}
-		return checkQueueName(src, "Trigger.Dimensions", q)
+		return checkQueueName(src, m.dimsField, q)
 	}
 	var queue, field string
 	visible := false
-	for i, m := range t.Metrics {
-		if m.MetricStat.Metric.Namespace != SQSNamespace {
+	for _, m := range ms {
+		if m.namespace != SQSNamespace {
 			continue
 		}
-		name := m.MetricStat.Metric.MetricName
-		if why := depthMetric(name, true); why != "" {
-			return "", bad(src, fmt.Sprintf("Trigger.Metrics[%d].MetricStat.Metric.MetricName", i), name, why)
+		if why := depthMetric(m.name, true); why != "" {
+			return "", bad(src, m.nameField, m.name, why)
 		}
-		visible = visible || name == MetricVisible
-		f := fmt.Sprintf("Trigger.Metrics[%d].MetricStat.Metric.Dimensions", i)
-		q, ok, err := queueDimension(src, f, m.MetricStat.Metric.Dimensions)
+		visible = visible || m.name == MetricVisible
+		q, ok, err := queueDimension(src, m.dimsField, m.dims)
 		if err != nil {
 			return "", err
 		}
@@ -232,15 +270,15 @@ func alarmQueue(src string, t awsevents.CloudWatchAlarmTrigger) (string, error) 
 			continue
 		}
 		if field != "" && q != queue {
-			return "", bad(src, f, q, fmt.Sprintf("second queue (%s names %q): want one queue per alarm", field, queue))
+			return "", bad(src, m.dimsField, q, fmt.Sprintf("second queue (%s names %q): want one queue per alarm", field, queue))
 		}
-		queue, field = q, f
+		queue, field = q, m.dimsField
 	}
 	if field == "" {
-		return "", bad(src, "Trigger.Metrics", "", noQueue)
+		return "", bad(src, all, "", noQueue)
 	}
 	if !visible {
-		return "", bad(src, "Trigger.Metrics", "", "no "+MetricVisible+" metric: in-flight messages alone are not a backlog")
+		return "", bad(src, all, "", "no "+MetricVisible+" metric: in-flight messages alone are not a backlog")
 	}
 	return checkQueueName(src, field, queue)
 }
@@ -276,22 +314,32 @@ func reasonDepth(src, field, reason string) (depth int, ok bool, err error) {
 	if m == nil {
 		return 0, false, nil
 	}
-	text := m[1]
+	d, err := datapoint(src, field, m[1])
+	if err != nil {
+		return 0, false, err
+	}
+	return d, true, nil
+}
+
+// datapoint turns one datapoint's text (as CloudWatch prints a double:
+// "42.0", "1.5E7") into a queue depth: a non-negative decimal rounded up to a
+// whole message (41.5 means at least 42 were there), at most maxDepth.
+func datapoint(src, field, text string) (int, error) {
 	if !decimalText.MatchString(text) {
-		return 0, false, bad(src, field, text, "datapoint is not a decimal")
+		return 0, bad(src, field, text, "datapoint is not a decimal")
 	}
 	d, err := decimal.NewFromString(text)
 	if err != nil {
-		return 0, false, &ParseError{Source: src, Field: field, Value: text, Err: fmt.Errorf("datapoint is not a decimal: %w", err)}
+		return 0, &ParseError{Source: src, Field: field, Value: text, Err: fmt.Errorf("datapoint is not a decimal: %w", err)}
 	}
 	if d.IsNegative() {
-		return 0, false, bad(src, field, text, "datapoint is negative: a queue depth cannot be")
+		return 0, bad(src, field, text, "datapoint is negative: a queue depth cannot be")
 	}
 	c := d.Ceil()
 	if c.GreaterThan(decimal.NewFromInt(maxDepth)) {
-		return 0, false, bad(src, field, text, fmt.Sprintf("datapoint above %d: not a believable queue depth", maxDepth))
+		return 0, bad(src, field, text, fmt.Sprintf("datapoint above %d: not a believable queue depth", maxDepth))
 	}
-	return int(c.IntPart()), true, nil
+	return int(c.IntPart()), nil
 }
 
 // alarmTrigger turns one CloudWatch alarm notification into a Trigger. It is

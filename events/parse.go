@@ -16,6 +16,16 @@ const (
 	// DeliverySNS is an alarm notification delivered through an SNS topic
 	// subscription (aws-lambda-go events.SNSEvent).
 	DeliverySNS = "sns"
+	// DeliveryEventBridge is an EventBridge "CloudWatch Alarm State Change"
+	// event (aws-lambda-go events.CloudWatchEvent, detail [AlarmData]).
+	DeliveryEventBridge = "eventbridge"
+	// DeliveryLambdaAction is the event of the alarm's own Lambda action
+	// ([CloudWatchAlarmLambdaEvent]).
+	DeliveryLambdaAction = "lambda-action"
+	// DeliverySQSPrefix starts the Delivery of an alarm that came through an
+	// SQS queue: "sqs/sns" (an SNS notification envelope), "sqs/sns-raw" (the
+	// alarm payload itself, SNS raw message delivery), "sqs/eventbridge".
+	DeliverySQSPrefix = "sqs/"
 )
 
 // DepthSource values, as set in [sluice.Trigger].DepthSource.
@@ -28,39 +38,85 @@ const (
 	DepthNone = "none"
 )
 
-// shape is one envelope Parse recognises: match looks only at the top-level
-// keys of the event (cheap, and shapes differ there); parse does the work.
-type shape struct {
-	name  string
-	match func(top map[string]json.RawMessage) bool
-	parse func(raw []byte) ([]sluice.Trigger, error)
+// Shapes of a Lambda event, as reported in [Event].Shape.
+const (
+	ShapeSNS          = "sns"
+	ShapeEventBridge  = "eventbridge"
+	ShapeLambdaAction = "lambda-action"
+	ShapeSQS          = "sqs"
+)
+
+// Item is one part of an event that is decided, and retried, on its own: an
+// SQS message, or the whole event for the other shapes.
+type Item struct {
+	// ID is the SQS messageId (the batchItemFailures itemIdentifier); "" for
+	// a whole event.
+	ID string
+	// Triggers are the alarm notifications the item carries (nil when Err is set).
+	Triggers []sluice.Trigger
+	// Err is why the item was refused: a [*ParseError] wrapping [ErrBadEvent].
+	// A refused item is not worth retrying.
+	Err error
 }
 
-// shapes is tried in order; the first match wins. EventBridge ("detail-type"
-// "CloudWatch Alarm State Change") and the alarm's Lambda action ("alarmData")
-// go here.
-var shapes = []shape{
-	{name: "sns", match: hasKey("Records"), parse: ParseSNSAlarm},
+// Event is a parsed Lambda event.
+type Event struct {
+	// Shape is ShapeSNS, ShapeEventBridge, ShapeLambdaAction or ShapeSQS.
+	Shape string
+	// Items has one entry per SQS message in an SQS batch, and exactly one
+	// (with ID "") otherwise.
+	Items []Item
 }
 
-func hasKey(k string) func(map[string]json.RawMessage) bool {
-	return func(top map[string]json.RawMessage) bool { _, ok := top[k]; return ok }
+// Batch reports whether the event's items succeed or fail separately (an SQS
+// batch): the function then answers with batchItemFailures instead of an error.
+func (e Event) Batch() bool { return e.Shape == ShapeSQS }
+
+// Triggers returns the triggers of every item that was not refused, in order.
+func (e Event) Triggers() []sluice.Trigger {
+	var out []sluice.Trigger
+	for _, it := range e.Items {
+		out = append(out, it.Triggers...)
+	}
+	return out
 }
 
-// Parse turns a raw Lambda event into one trigger per alarm notification it
-// carries. It detects the envelope by its top-level keys; today only the SNS
-// shape (an aws-lambda-go events.SNSEvent, see [ParseSNSAlarm]) is known, and
-// anything else fails with "unrecognised event shape". All errors wrap
-// [ErrBadEvent].
-func Parse(raw []byte) ([]sluice.Trigger, error) {
+// ParseEvent detects the shape of a raw Lambda event by its top-level keys
+// and parses it:
+//
+//   - "Records" whose first record has eventSource "aws:sqs": an SQS batch
+//     (aws-lambda-go events.SQSEvent), each body an SNS notification envelope,
+//     a raw alarm payload or an EventBridge event; see [ParseSQSBatch];
+//   - "Records" otherwise: an SNS event ([ParseSNSAlarm]);
+//   - "detail-type": EventBridge ([ParseEventBridgeAlarm]);
+//   - "alarmData": the alarm's Lambda action ([ParseLambdaActionAlarm]).
+//
+// The error is for the event as a whole (not JSON, unknown shape, or, for
+// every shape but SQS, any bad field); in an SQS batch a bad message is
+// refused alone, in its Item.Err.
+func ParseEvent(raw []byte) (Event, error) {
 	top, err := decodeTop(raw)
 	if err != nil {
-		return nil, err
+		return Event{}, err
 	}
-	for _, s := range shapes {
-		if s.match(top) {
-			return s.parse(raw)
+	one := func(shape string, ts []sluice.Trigger, err error) (Event, error) {
+		if err != nil {
+			return Event{}, err
 		}
+		return Event{Shape: shape, Items: []Item{{Triggers: ts}}}, nil
+	}
+	switch {
+	case isSQS(top):
+		return parseSQS(top)
+	case has(top, "Records"):
+		ts, err := ParseSNSAlarm(raw)
+		return one(ShapeSNS, ts, err)
+	case has(top, "detail-type"):
+		t, err := eventBridge("event", DeliveryEventBridge, raw)
+		return one(ShapeEventBridge, []sluice.Trigger{t}, err)
+	case has(top, "alarmData"):
+		t, err := lambdaAction("event", DeliveryLambdaAction, raw)
+		return one(ShapeLambdaAction, []sluice.Trigger{t}, err)
 	}
 	keys := make([]string, 0, len(top))
 	for k := range top {
@@ -70,8 +126,28 @@ func Parse(raw []byte) ([]sluice.Trigger, error) {
 	if len(keys) > 8 {
 		keys = append(keys[:8], "...")
 	}
-	return nil, &ParseError{Source: "event", Err: fmt.Errorf("unrecognised event shape (top-level keys [%s]; want an SNS event with Records)",
+	return Event{}, &ParseError{Source: "event", Err: fmt.Errorf("unrecognised event shape (top-level keys [%s]; "+
+		"want an SNS or SQS event with Records, an EventBridge event with detail-type, or an alarm Lambda action with alarmData)",
 		strings.Join(keys, " "))}
+}
+
+func has(top map[string]json.RawMessage, k string) bool { _, ok := top[k]; return ok }
+
+// Parse turns a raw Lambda event into one trigger per alarm notification it
+// carries, whatever its shape ([ParseEvent]). Unlike ParseEvent it refuses an
+// SQS batch whole when any message is bad (with that message's error). All
+// errors wrap [ErrBadEvent].
+func Parse(raw []byte) ([]sluice.Trigger, error) {
+	ev, err := ParseEvent(raw)
+	if err != nil {
+		return nil, err
+	}
+	for _, it := range ev.Items {
+		if it.Err != nil {
+			return nil, it.Err
+		}
+	}
+	return ev.Triggers(), nil
 }
 
 var errNotJSON = errors.New("not JSON")

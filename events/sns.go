@@ -81,19 +81,25 @@ func snsRecord(src string, raw json.RawMessage) (sluice.Trigger, error) {
 	if rec.EventSource != SNSEventSource {
 		return sluice.Trigger{}, bad(src, "EventSource", rec.EventSource, "not "+SNSEventSource)
 	}
-	msg := rec.SNS.Message
+	return alarmMessage(src, "Sns.Message", DeliverySNS, rec.SNS.Message)
+}
+
+// alarmMessage parses a CloudWatch alarm notification sent as the JSON text
+// msg (an SNS Message, or an SQS body under raw message delivery); field
+// names where msg was found.
+func alarmMessage(src, field, delivery, msg string) (sluice.Trigger, error) {
 	if strings.TrimSpace(msg) == "" {
-		return sluice.Trigger{}, bad(src, "Sns.Message", "", "empty")
+		return sluice.Trigger{}, bad(src, field, "", "empty")
 	}
 	if !json.Valid([]byte(msg)) {
-		return sluice.Trigger{}, bad(src, "Sns.Message", msg, "not JSON")
+		return sluice.Trigger{}, bad(src, field, msg, "not JSON")
 	}
 	if err := checkStrictJSON([]byte(msg)); err != nil {
-		return sluice.Trigger{}, &ParseError{Source: src, Field: "Sns.Message", Err: err}
+		return sluice.Trigger{}, &ParseError{Source: src, Field: field, Err: err}
 	}
 	var p awsevents.CloudWatchAlarmSNSPayload
 	if err := json.Unmarshal([]byte(msg), &p); err != nil {
-		return sluice.Trigger{}, &ParseError{Source: src, Field: "Sns.Message", Err: fmt.Errorf("not a CloudWatch alarm notification: %w", err)}
+		return sluice.Trigger{}, &ParseError{Source: src, Field: field, Err: fmt.Errorf("not a CloudWatch alarm notification: %w", err)}
 	}
-	return alarmTrigger(src, DeliverySNS, &p)
+	return alarmTrigger(src, delivery, &p)
 }
