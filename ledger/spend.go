@@ -5,7 +5,6 @@ import (
 	"database/sql"
 	"encoding/json"
 	"fmt"
-	"strconv"
 	"time"
 
 	"github.com/shopspring/decimal"
@@ -173,7 +172,7 @@ func (tu *TrueUps) Add(kind string, body, lines []byte, billing string) (decimal
 	default:
 		return decimal.Zero, nil
 	}
-	key += "/" + strconv.Itoa(line)
+	key = lineKey(key, line)
 	if tu.settled[key] {
 		return decimal.Zero, nil
 	}
