@@ -16,7 +16,7 @@ func TestCost(t *testing.T) {
 		seconds  int64
 		cost     string
 	}{
-		{"aws", 10 * time.Second, "32.7726", 60, "0.54621"},               // 60 s minimum
+		{"aws", 10 * time.Second, "32.7726", 60, "0.54621"},              // 60 s minimum
 		{"aws", 90*time.Second + 300*time.Millisecond, "36", 91, "0.91"}, // rounded up to the second
 		{"runpod", 10 * time.Second, "3.6", 10, "0.01"},
 		{"vast", time.Hour, "1.234567", 3600, "1.234567"},
