@@ -51,6 +51,7 @@ func newDynamo(t *testing.T) *DynamoDB {
 	if err != nil {
 		t.Fatal(err)
 	}
+	d.SerialTransactions = true // moto does not isolate transactions (see the field)
 	return d
 }
 

@@ -8,6 +8,7 @@ import (
 	"math/rand/v2"
 	"slices"
 	"strconv"
+	"sync"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -45,6 +46,16 @@ type DynamoDB struct {
 	// MaxAttempts bounds the retries of one append when other writers keep
 	// moving the head (default 200).
 	MaxAttempts int
+	// SerialTransactions makes this store send one TransactWriteItems at a
+	// time. Real DynamoDB isolates transactions (they are serializable); moto
+	// 5.2.1 does not: it applies a transaction's operations one by one and,
+	// when one fails, restores a deep copy of the whole table taken at the
+	// start, with no lock, so a concurrent transaction's writes are wiped
+	// (moto/dynamodb/models/__init__.py, transact_write_items). Tests on moto
+	// set it; reads and planning still run concurrently, only the commit is
+	// one at a time, which is the guarantee DynamoDB itself gives.
+	SerialTransactions bool
+	txMu               sync.Mutex
 }
 
 var _ Store = (*DynamoDB)(nil)
@@ -287,7 +298,7 @@ func (d *DynamoDB) appendRecord(ctx context.Context, obj map[string]any, settles
 				ExpressionAttributeNames: map[string]string{"#s": "seq", "#h": "hash"}, ExpressionAttributeValues: headVals}},
 		}
 		items = append(items, ch.items...)
-		_, err = d.c.TransactWriteItems(ctx, &dynamodb.TransactWriteItemsInput{TransactItems: items})
+		err = d.transact(ctx, items, h)
 		var tce *types.TransactionCanceledException
 		switch {
 		case err == nil:
@@ -297,13 +308,38 @@ func (d *DynamoDB) appendRecord(ctx context.Context, obj map[string]any, settles
 				return "", "", fmt.Errorf("%s %q: %w", cols.kind, cols.recordID, sluice.ErrDuplicate)
 			}
 			continue // the head or a counter moved: read again
-		case isConflict(err):
+		case isConflict(err), errors.Is(err, errHeadMoved):
 			continue
 		default:
 			return "", "", err
 		}
 	}
 	return "", "", fmt.Errorf("%s %q: chain head still moving after %d attempts", cols.kind, cols.recordID, attempts)
+}
+
+// errHeadMoved is transact's answer when SerialTransactions saw the head
+// move before sending (the transaction would have failed its head condition).
+var errHeadMoved = errors.New("chain head moved")
+
+// transact sends one append's transaction. With SerialTransactions it holds
+// the store's lock and, before sending, re-reads the head: when it moved
+// since h was read, the transaction would fail its head condition, so it is
+// not sent (errHeadMoved) and the append reads again. That saves the
+// emulator a failing transaction; the head condition still decides.
+func (d *DynamoDB) transact(ctx context.Context, items []types.TransactWriteItem, h chainHead) error {
+	if d.SerialTransactions {
+		d.txMu.Lock()
+		defer d.txMu.Unlock()
+		now, err := d.head(ctx)
+		if err != nil {
+			return err
+		}
+		if now != h {
+			return errHeadMoved
+		}
+	}
+	_, err := d.c.TransactWriteItems(ctx, &dynamodb.TransactWriteItemsInput{TransactItems: items})
+	return err
 }
 
 // isConflict reports DynamoDB's transaction conflict and throttling answers,
