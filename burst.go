@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 	"time"
 
 	"github.com/shopspring/decimal"
@@ -29,13 +30,34 @@ type Burst struct {
 	// Budgets is the monthly budget per tier in BillingCurrency.
 	Budgets     map[Tier]Money
 	CodeVersion string
+
+	// Step, when set, is called at each crash-consistency point of a decision
+	// (StepAfterIntent, StepAfterPlace(n), StepAfterFollowUpIntent,
+	// StepBeforeOutcome); fault injection makes the process exit there.
+	Step func(step string)
+	// Unavailable is the in-process cache of offers refused for capacity
+	// (created on first use); UnavailableTTL how long a refusal lasts
+	// (default DefaultUnavailableTTL); MaxFollowUps bounds the fall-through
+	// records of one decision (default DefaultMaxFollowUps). See resume.go.
+	Unavailable    *Unavailable
+	UnavailableTTL time.Duration
+	MaxFollowUps   int
+	// Cost prices capacity released at once after a failed read-back check
+	// (nil = per second, see Drainer.Cost).
+	Cost func(p Placement, end time.Time) (Money, int64)
+
+	mu sync.Mutex
 }
 
 // Decide runs the main job for one trigger and returns the decision record
-// with its placements. The same trigger delivered again returns the recorded
-// decision (replayed = true) and places nothing. Errors are for the whole run
-// (no profile, ledger or policy failure); a failed quote source or a failed
-// placement is recorded in the decision instead.
+// with its placements and follow-ups. The intent is recorded before any
+// provider call. The same trigger delivered again resumes the recorded
+// decision (resume.go): lines without a placement record are looked up at
+// the provider and adopted, only what is missing is placed; replayed is true
+// when nothing had to be done. Errors are for the whole run (no profile,
+// ledger or policy failure) or wrap ErrUnresolved when a provider's answer
+// was lost (the record is returned too, and a retry resumes it); a failed
+// quote source or a refused placement is recorded in the decision instead.
 func (b *Burst) Decide(ctx context.Context, t Trigger) (rec DecisionRecord, replayed bool, err error) {
 	profile, err := b.Profiles(t.Queue)
 	if err != nil {
@@ -45,8 +67,10 @@ func (b *Burst) Decide(ctx context.Context, t Trigger) (rec DecisionRecord, repl
 	if old, ok, err := b.Ledger.Decision(ctx, id); err != nil {
 		return rec, false, fmt.Errorf("reading decision %s: %w", id, err)
 	} else if ok {
+		r := &run{}
+		err := b.complete(ctx, &old, true, r)
 		old.Outcome = Outcome(old)
-		return old, true, nil
+		return old, !r.acted, err
 	}
 	now := b.Clock.Now().UTC()
 	rec = DecisionRecord{
@@ -67,7 +91,7 @@ func (b *Burst) Decide(ctx context.Context, t Trigger) (rec DecisionRecord, repl
 		if err == nil {
 			break
 		}
-		if errors.Is(err, ErrDuplicate) { // a concurrent delivery of the same alarm won the race
+		if errors.Is(err, ErrDuplicate) { // a concurrent delivery of the same alarm won the race and is placing
 			if old, ok, rerr := b.Ledger.Decision(ctx, id); rerr == nil && ok {
 				old.Outcome = Outcome(old)
 				return old, true, nil
@@ -78,21 +102,23 @@ func (b *Burst) Decide(ctx context.Context, t Trigger) (rec DecisionRecord, repl
 		}
 		return rec, false, fmt.Errorf("recording decision %s: %w", id, err)
 	}
-	for i, line := range rec.Lines {
-		p, err := b.Broker.Place(ctx, id, i, line)
-		if err != nil {
-			// Recorded, so the line's slots go back to the queue's demand.
-			p = Placement{ClientToken: ClientToken(id, i), Provider: line.Provider, OfferID: line.OfferID,
-				Market: line.Market, Units: line.Units, Slots: line.Slots, PlacedAt: b.Clock.Now().UTC(), Error: err.Error()}
-		}
-		p.DecisionID, p.Line, p.Queue = id, i, t.Queue
-		if err := b.Ledger.AppendPlacement(ctx, p); err != nil {
-			return rec, false, fmt.Errorf("recording placement %s line %d: %w", id, i, err)
-		}
-		rec.Placements = append(rec.Placements, p)
-	}
+	b.step(StepAfterIntent)
+	err = b.complete(ctx, &rec, false, &run{})
 	rec.Outcome = Outcome(rec)
-	return rec, false, nil
+	return rec, false, err
+}
+
+// complete carries out a recorded decision and its fall-through chain.
+func (b *Burst) complete(ctx context.Context, rec *DecisionRecord, resuming bool, r *run) error {
+	refused, err := b.carryOut(ctx, rec, resuming, r)
+	if err != nil {
+		return err
+	}
+	if err := b.fallThrough(ctx, rec, refused, r); err != nil {
+		return err
+	}
+	b.step(StepBeforeOutcome)
+	return nil
 }
 
 // maxStaleRetries bounds how often one decision is re-planned because
@@ -124,6 +150,8 @@ func (b *Burst) plan(ctx context.Context, rec *DecisionRecord, profile QueueProf
 			if rec.Verdicts, err = b.Policy.Evaluate(ctx, profile, rec.Offers, now); err != nil {
 				return fmt.Errorf("evaluating policy: %w", err)
 			}
+			// Offers refused for capacity within UnavailableTTL are not chosen again.
+			rec.Verdicts = b.excluding(rec.Offers, rec.Verdicts, nil, now)
 			*fetched = true
 		}
 		var headroom *Money
@@ -152,20 +180,24 @@ func (b *Burst) plan(ctx context.Context, rec *DecisionRecord, profile QueueProf
 	return nil
 }
 
-// Outcome is the status of a decision given its placements: a planned
-// decision whose every line is placed is "placed", else "partial" (a line
-// failed or is not placed yet, or the plan covers fewer slots than wanted).
+// Outcome is the status of a decision given its placements and follow-ups:
+// a planned decision whose placed slots (its own successful placements and
+// its follow-ups') reach the slots its plan covers, with no shortfall, is
+// "placed", else "partial" (a line failed and was not replaced, is not placed
+// yet, or the plan covers fewer slots than wanted).
 func Outcome(rec DecisionRecord) string {
 	if rec.Status != StatusPlanned {
 		return rec.Status
 	}
 	placed := 0
-	for _, p := range rec.Placements {
-		if p.Error == "" {
-			placed++
+	for _, r := range append([]DecisionRecord{rec}, rec.FollowUps...) {
+		for _, p := range r.Placements {
+			if p.Error == "" && p.ErrorClass == "" { // a class on a held placement: released at once (price mismatch)
+				placed += p.Slots
+			}
 		}
 	}
-	if placed == len(rec.Lines) && len(rec.Short) == 0 {
+	if placed >= rec.SlotsCovered && len(rec.Short) == 0 {
 		return StatusPlaced
 	}
 	return StatusPartial

@@ -44,6 +44,13 @@ type DecisionRecord struct {
 	Plan
 
 	Placements []Placement `json:"placements"`
+	// FollowUpOf is set on a follow-up record: the decision whose failed
+	// lines (capacity, quota) this record re-plans (see resume.go). Its id is
+	// the first decision's id + "-f<n>".
+	FollowUpOf string `json:"follow_up_of,omitempty"`
+	// FollowUps are the follow-up records of this decision with their
+	// placements, derived when the decision is read (never stored with it).
+	FollowUps []DecisionRecord `json:"follow_ups,omitempty"`
 
 	FX             []FXRate `json:"fx"`
 	PolicyRevision string   `json:"policy_revision"`

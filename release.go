@@ -1,0 +1,150 @@
+package sluice
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/shopspring/decimal"
+)
+
+// AccruedScale is the number of decimal places PerSecond keeps when it
+// divides by 3600 (seconds per hour); rounding is half away from zero
+// (decimal.DivRound). It is PerSecond's only rounding point.
+const AccruedScale = 10
+
+// PerSecond is the default cost rule (the sandbox's billing): the running
+// time from p.PlacedAt to end rounded up to whole seconds, cost = Price ×
+// Units × seconds ÷ 3600, rounded to AccruedScale places. Zero when end is not
+// after PlacedAt.
+func PerSecond(p Placement, end time.Time) (Money, int64) {
+	d := end.Sub(p.PlacedAt)
+	if d <= 0 {
+		return Money{decimal.Zero, p.Price.Currency}, 0
+	}
+	secs := int64((d + time.Second - 1) / time.Second)
+	amount := p.Price.Amount.Mul(decimal.NewFromInt(int64(p.Units)*secs)).DivRound(decimal.NewFromInt(3600), AccruedScale)
+	return Money{amount, p.Price.Currency}, secs
+}
+
+// Drainer gives a queue's capacity back when its alarm returns to OK (or its
+// depth is 0): the queue's open placements, most expensive first, are
+// recorded release-pending, terminated at the provider, and recorded released
+// with their accrued cost once the provider confirms. A terminate that fails
+// or times out leaves the placement pending; the next drain or reconcile
+// retries it, and the cost accrues until the provider confirms.
+type Drainer struct {
+	Ledger ReleaseLedger
+	Broker Broker
+	Clock  Clock
+	// Cost is what a placement cost from PlacedAt to end at its provider's
+	// billing granularity, with the billed seconds (nil = PerSecond). The
+	// application wires each provider's rule (brokers/billing).
+	Cost func(p Placement, end time.Time) (Money, int64)
+}
+
+// DrainReport is what one drain (or a reconcile's retries) did.
+type DrainReport struct {
+	Queue string `json:"queue"`
+	// Skipped says why nothing was released ("" when the drain ran).
+	Skipped string `json:"skipped,omitempty"`
+	// Released are the placements the providers confirmed, in release order.
+	Released []Release `json:"released"`
+	// Pending are the placements asked for and not confirmed (retried later).
+	Pending []Release `json:"pending"`
+}
+
+// ErrReleasePending is wrapped by Drain's error when some releases stay pending.
+var ErrReleasePending = errors.New("release not confirmed by the provider; stays pending and is retried")
+
+// Drain releases the open placements of t's queue when t is the alarm's OK
+// state or reports depth 0; any other trigger is skipped. The error wraps
+// ErrReleasePending when some releases were not confirmed (the report lists
+// them), or is a ledger error.
+func (d *Drainer) Drain(ctx context.Context, t Trigger) (DrainReport, error) {
+	if t.State != StateOK && t.Depth != 0 {
+		return DrainReport{Queue: t.Queue, Released: []Release{}, Pending: []Release{},
+			Skipped: fmt.Sprintf("alarm %s is %s with depth %d: nothing to drain", t.AlarmName, t.State, t.Depth)}, nil
+	}
+	return d.DrainQueue(ctx, t.Queue, ReleaseDrain)
+}
+
+// DrainQueue releases every open placement of queue ("" = every queue),
+// most expensive first (ReleaseLedger.OpenPlacements), for reason.
+func (d *Drainer) DrainQueue(ctx context.Context, queue, reason string) (DrainReport, error) {
+	rep := DrainReport{Queue: queue, Released: []Release{}, Pending: []Release{}}
+	ops, err := d.Ledger.OpenPlacements(ctx, queue)
+	if err != nil {
+		return rep, fmt.Errorf("reading open placements of %q: %w", queue, err)
+	}
+	var pending []error
+	for _, op := range ops {
+		r, err := d.release(ctx, op, reason, "")
+		switch {
+		case errors.Is(err, ErrReleasePending):
+			rep.Pending = append(rep.Pending, r)
+			pending = append(pending, err)
+		case err != nil:
+			return rep, err
+		default:
+			rep.Released = append(rep.Released, r)
+		}
+	}
+	if len(pending) > 0 {
+		return rep, errors.Join(pending...)
+	}
+	return rep, nil
+}
+
+func (d *Drainer) now() time.Time {
+	if d.Clock == nil {
+		return time.Now().UTC()
+	}
+	return d.Clock.Now().UTC()
+}
+
+func (d *Drainer) cost(p Placement, end time.Time) (Money, int64) {
+	if d.Cost != nil {
+		return d.Cost(p, end)
+	}
+	return PerSecond(p, end)
+}
+
+// release gives one placement back: a release-pending record first (unless
+// one exists), then the provider's terminate, then the released record with
+// the accrued cost from PlacedAt to the time the provider stopped billing.
+// It returns the last step; an unconfirmed terminate returns the pending
+// step and an error wrapping ErrReleasePending. An orphan (DecisionID "")
+// has no placement record and is recorded by its external ids. With a nil
+// Ledger nothing is recorded.
+func (d *Drainer) release(ctx context.Context, op OpenPlacement, reason, note string) (Release, error) {
+	p := op.Placement
+	now := d.now()
+	r := Release{Kind: "release", DecisionID: p.DecisionID, Line: p.Line, Queue: p.Queue, Provider: p.Provider,
+		ExternalIDs: p.ExternalIDs, State: ReleasePending, Reason: reason, Slots: p.Slots, RequestedAt: now, At: now, Error: note}
+	if p.DecisionID == "" {
+		r.Slots = 0
+	}
+	if op.ReleaseState != ReleasePending && d.Ledger != nil {
+		if err := d.Ledger.AppendRelease(ctx, r); err != nil && !errors.Is(err, ErrDuplicate) {
+			return r, fmt.Errorf("recording release-pending of %s line %d: %w", p.DecisionID, p.Line, err)
+		}
+	}
+	res, err := d.Broker.Release(ctx, p)
+	if err == nil && !res.Confirmed {
+		err = errors.New("the provider has not confirmed the terminate")
+	}
+	if err != nil {
+		r.Error = err.Error()
+		return r, fmt.Errorf("releasing %s line %d at %s (%v): %w", p.DecisionID, p.Line, p.Provider, err, ErrReleasePending)
+	}
+	r.State, r.At = ReleaseReleased, res.At.UTC()
+	r.AccruedCost, r.BilledSeconds = d.cost(p, r.At)
+	if d.Ledger != nil {
+		if err := d.Ledger.AppendRelease(ctx, r); err != nil && !errors.Is(err, ErrDuplicate) {
+			return r, fmt.Errorf("recording release of %s line %d: %w", p.DecisionID, p.Line, err)
+		}
+	}
+	return r, nil
+}

@@ -1,0 +1,524 @@
+package sluice
+
+// Exactly-once placement and capacity fall-through.
+//
+// DESIGN
+//
+// Intent first. A decision is appended to the ledger before any provider
+// call; its lines are the intent. Each line is then placed with a client
+// token and tags derived from (decision id, line) (ClientToken), and its
+// outcome is appended as a placement record. The chain is never edited.
+//
+// Resume. A trigger whose decision is already recorded resumes it: for each
+// recorded line without a placement record, Broker.Find looks the line up at
+// the provider first (token or tags) and adopts what exists; only what is
+// missing is placed, with the same token, so the provider's idempotency
+// covers a concurrent resumer too. Adopted capacity passes the same checks as
+// new capacity (checkReuse: the offer's recorded policy verdict, provider,
+// market, units, price read back against the line's bid or unit price and
+// the queue's ceiling); capacity that fails them is recorded and released at
+// once (reason price-mismatch).
+//
+// Ambiguous answers. A timeout, throttling or unclassified error may hide a
+// created instance, so it is never recorded as a failure (which would give
+// the slots back and leave an unrecorded instance): the burst looks the line
+// up (Find), places it once more with the same token, and if it is still
+// unresolved leaves the line without a record and returns ErrUnresolved; the
+// retry of the trigger (Lambda's, or the operator's) resumes it, and
+// reconcile adopts it after a grace period.
+//
+// Fall-through. A definite refusal (ErrInsufficientCapacity,
+// ErrCapabilityUnavailable, ErrPriceMismatch, ErrQuota) is recorded as a
+// failed placement, which gives the line's slots (and its expected cost, in
+// TierSpend) back. The remaining demand is then re-planned on the same quotes
+// with the refused offers excluded, and recorded as a follow-up decision
+// record (id = first decision id + "-f1", "-f2", …, FollowUpOf = the record
+// it follows) before its lines are placed: the same intent-first rule, the
+// same stale-state guard on live slots and budget, the same idempotency on
+// its own tokens. Follow-up ids are deterministic, so a resumed trigger finds
+// and resumes its follow-ups instead of planning them again. The plan's
+// quote expiry is the deadline (an offer past its ExpiresAt is refused), and
+// MaxFollowUps bounds the chain.
+//
+// Where the fall-through may go: after a capacity, capability or price
+// refusal, any offer policy allows; after a quota or configuration refusal
+// only offers in the same residency zone as the refused line, from another
+// provider region (a quota is per account and region): a quota problem never
+// moves work across residency zones. ErrBidOutOfRange is recorded and not
+// fallen through (it is a rule or configuration fault, not a market answer).
+//
+// Unavailable offers. A capacity, capability or price refusal also marks the
+// offer unavailable for UnavailableTTL in an in-process cache (Unavailable),
+// shared by the decisions this process makes (a warm Lambda container, one
+// CLI run). It is not read from the ledger; the ledger shows the same facts
+// as the failed placement records (error_class) and as the follow-up's
+// rejections (reason "unavailable").
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/shopspring/decimal"
+)
+
+// Steps of a burst at which Burst.Step is called (fault injection for the
+// crash tests: SLUICE_CRASH_AT names one and the process exits there).
+const (
+	// StepAfterIntent: the decision is recorded, no provider called yet.
+	StepAfterIntent = "after-intent"
+	// StepAfterFollowUpIntent: a follow-up record is appended, its lines not placed.
+	StepAfterFollowUpIntent = "after-followup-intent"
+	// StepBeforeOutcome: every line is placed and recorded, the result not returned.
+	StepBeforeOutcome = "before-outcome"
+)
+
+// StepAfterPlace is the step after the n-th Broker.Place call of one Decide
+// (1-based, follow-ups included), before its outcome is recorded.
+func StepAfterPlace(n int) string { return "after-place-" + strconv.Itoa(n) }
+
+// ReasonUnavailable is the rejection code of an offer a provider refused for
+// capacity (or an offer a quota refusal rules out) in this decision chain or
+// within UnavailableTTL.
+const ReasonUnavailable = "unavailable"
+
+// ErrUnresolved is returned by Decide when a line's provider answer was lost
+// (timeout, throttling, unclassified error) and nothing could be found for
+// it: the line has no placement record and a retry of the trigger resumes it.
+var ErrUnresolved = errors.New("placement unresolved; a retry of the trigger resumes it")
+
+// Default bounds of the fall-through.
+const (
+	DefaultUnavailableTTL = 10 * time.Minute
+	DefaultMaxFollowUps   = 3
+)
+
+// ReusePriceTolerance is how far above the line's bid (spot) or unit price a
+// price read back may be before the capacity is refused as a price mismatch:
+// 2 %. Compared exactly, no rounding.
+var ReusePriceTolerance = decimal.RequireFromString("0.02")
+
+// Error classes recorded in Placement.ErrorClass.
+const (
+	ClassCapacity      = "capacity"
+	ClassQuota         = "quota"
+	ClassCapability    = "capability"
+	ClassTransient     = "transient"
+	ClassPriceMismatch = "price-mismatch"
+	ClassBidRange      = "bid-range"
+)
+
+// ErrorClass classifies a broker error by the error class it wraps, or "" when
+// it wraps none (an unclassified error is treated as ambiguous).
+func ErrorClass(err error) string {
+	switch {
+	case err == nil:
+		return ""
+	case errors.Is(err, ErrInsufficientCapacity):
+		return ClassCapacity
+	case errors.Is(err, ErrQuota):
+		return ClassQuota
+	case errors.Is(err, ErrCapabilityUnavailable):
+		return ClassCapability
+	case errors.Is(err, ErrPriceMismatch):
+		return ClassPriceMismatch
+	case errors.Is(err, ErrBidOutOfRange):
+		return ClassBidRange
+	case errors.Is(err, ErrTransient):
+		return ClassTransient
+	}
+	return ""
+}
+
+// definite reports whether class is a refusal after which the provider holds
+// nothing for the line.
+func definite(class string) bool {
+	switch class {
+	case ClassCapacity, ClassQuota, ClassCapability, ClassPriceMismatch, ClassBidRange:
+		return true
+	}
+	return false
+}
+
+// fallsThrough reports whether a refusal of this class moves the line's
+// slots to the next candidate.
+func fallsThrough(class string) bool {
+	return class == ClassCapacity || class == ClassCapability || class == ClassPriceMismatch || class == ClassQuota
+}
+
+// Unavailable is the in-process cache of offers a provider refused for
+// capacity: (provider, offer id) → until when. Safe for concurrent use.
+type Unavailable struct {
+	mu    sync.Mutex
+	until map[[2]string]time.Time
+}
+
+// Mark makes the offer unavailable until until (a later mark extends it).
+func (u *Unavailable) Mark(provider, offerID string, until time.Time) {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	if u.until == nil {
+		u.until = map[[2]string]time.Time{}
+	}
+	k := [2]string{provider, offerID}
+	if until.After(u.until[k]) {
+		u.until[k] = until
+	}
+}
+
+// Until reports whether the offer is unavailable at now, and until when.
+func (u *Unavailable) Until(provider, offerID string, now time.Time) (time.Time, bool) {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	t, ok := u.until[[2]string{provider, offerID}]
+	return t, ok && now.Before(t)
+}
+
+// run is the state of one Decide call.
+type run struct {
+	places int  // Broker.Place calls so far (for StepAfterPlace)
+	acted  bool // a provider was asked to place, or a record appended
+}
+
+func (b *Burst) step(s string) {
+	if b.Step != nil {
+		b.Step(s)
+	}
+}
+
+func (b *Burst) unavailable() *Unavailable {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.Unavailable == nil {
+		b.Unavailable = &Unavailable{}
+	}
+	return b.Unavailable
+}
+
+// refusal is one definite refusal in a decision chain.
+type refusal struct {
+	line  Line
+	class string
+}
+
+// carryOut places every line of the recorded decision rec that has no
+// placement record, appends each outcome, and returns the chain's refusals
+// that fall through (recorded before or now). resuming makes it look each
+// line up at the provider before placing. An unresolved line makes it return
+// an error wrapping ErrUnresolved after trying the other lines.
+func (b *Burst) carryOut(ctx context.Context, rec *DecisionRecord, resuming bool, r *run) ([]refusal, error) {
+	recorded := map[int]bool{}
+	for _, p := range rec.Placements {
+		recorded[p.Line] = true
+	}
+	var unresolved []error
+	for i, line := range rec.Lines {
+		if recorded[i] {
+			continue
+		}
+		p, mismatch, err := b.placeLine(ctx, rec, i, line, resuming, r)
+		if err != nil {
+			unresolved = append(unresolved, err)
+			continue
+		}
+		p.DecisionID, p.Line, p.Queue = rec.DecisionID, i, rec.Trigger.Queue
+		if mismatch != nil && p.Error == "" {
+			// Held capacity that fails the checks is recorded (it exists and
+			// bills) with class price-mismatch, then released at once.
+			p.ErrorClass = ClassPriceMismatch
+		}
+		r.acted = true
+		if err := b.Ledger.AppendPlacement(ctx, p); err != nil {
+			if !errors.Is(err, ErrDuplicate) {
+				return nil, fmt.Errorf("recording placement %s line %d: %w", rec.DecisionID, i, err)
+			}
+			// A concurrent resumer (or reconcile) recorded the line first.
+			if p, err = b.recordedPlacement(ctx, rec.DecisionID, i); err != nil {
+				return nil, err
+			}
+			mismatch = nil
+		}
+		if p.Error != "" && (p.ErrorClass == ClassCapacity || p.ErrorClass == ClassCapability || p.ErrorClass == ClassPriceMismatch) {
+			b.unavailable().Mark(line.Provider, line.OfferID, b.Clock.Now().UTC().Add(b.unavailableTTL()))
+		}
+		if mismatch != nil && p.Error == "" {
+			b.releaseMismatch(ctx, p, mismatch)
+		}
+		rec.Placements = append(rec.Placements, p)
+	}
+	if len(unresolved) > 0 {
+		return nil, errors.Join(unresolved...)
+	}
+	var out []refusal
+	for _, p := range rec.Placements {
+		if (p.Error != "" || p.ErrorClass == ClassPriceMismatch) && fallsThrough(p.ErrorClass) && p.Line >= 0 && p.Line < len(rec.Lines) {
+			out = append(out, refusal{rec.Lines[p.Line], p.ErrorClass})
+		}
+	}
+	return out, nil
+}
+
+// recordedPlacement reads back the placement record of (id, line).
+func (b *Burst) recordedPlacement(ctx context.Context, id string, line int) (Placement, error) {
+	rec, ok, err := b.Ledger.Decision(ctx, id)
+	if err != nil || !ok {
+		return Placement{}, fmt.Errorf("reading back %s line %d: ok=%v: %w", id, line, ok, err)
+	}
+	for _, p := range rec.Placements {
+		if p.Line == line {
+			return p, nil
+		}
+	}
+	return Placement{}, fmt.Errorf("reading back %s line %d: no placement record", id, line)
+}
+
+// placeLine resolves one line: a placement (bought or adopted), a failed
+// placement (definite refusal, Error set), or an error wrapping
+// ErrUnresolved. mismatch is set when capacity was obtained but fails
+// checkReuse: it is recorded, then released at once.
+func (b *Burst) placeLine(ctx context.Context, rec *DecisionRecord, i int, line Line, resuming bool, r *run) (p Placement, mismatch error, err error) {
+	id := rec.DecisionID
+	if resuming {
+		found, ok, err := b.Broker.Find(ctx, line.Provider, id, i)
+		if err != nil {
+			return p, nil, fmt.Errorf("%s line %d: looking it up at %s: %v: %w", id, i, line.Provider, err, ErrUnresolved)
+		}
+		if ok {
+			return found, b.checkReuse(rec, line, found), nil
+		}
+	}
+	var last error
+	for attempt := 0; attempt < 2; attempt++ {
+		if attempt > 0 {
+			// The first answer was lost: the provider may hold the instance.
+			found, ok, ferr := b.Broker.Find(ctx, line.Provider, id, i)
+			if ferr == nil && ok {
+				return found, b.checkReuse(rec, line, found), nil
+			}
+		}
+		p, err := b.Broker.Place(ctx, id, i, line)
+		r.places++
+		r.acted = true
+		b.step(StepAfterPlace(r.places))
+		if err == nil {
+			return p, b.checkReuse(rec, line, p), nil
+		}
+		if class := ErrorClass(err); definite(class) {
+			return Placement{ClientToken: ClientToken(id, i), Provider: line.Provider, OfferID: line.OfferID,
+				Market: line.Market, Units: line.Units, Slots: line.Slots, PlacedAt: b.Clock.Now().UTC(),
+				ErrorClass: class, Error: err.Error()}, nil, nil
+		}
+		last = err
+		if ctx.Err() != nil {
+			break
+		}
+	}
+	return p, nil, fmt.Errorf("%s line %d at %s: %v: %w", id, i, line.Provider, last, ErrUnresolved)
+}
+
+// checkReuse applies to capacity a provider holds for a line (new or
+// adopted) the checks new capacity passed when it was chosen: the offer's
+// recorded policy verdict allows it; provider, market and units are the
+// line's; the price read back, per unit-hour in the line's currency, is at
+// most the line's bid (spot) or unit price × (1 + ReusePriceTolerance), and
+// per GPU at most the queue's ceiling (converted with the decision's FX
+// table, division rounded to FXScale places). nil when it passes.
+func (b *Burst) checkReuse(rec *DecisionRecord, line Line, p Placement) error {
+	allowed := false
+	for _, v := range rec.Verdicts {
+		if v.OfferID == line.OfferID {
+			allowed = v.Allow
+		}
+	}
+	switch {
+	case !allowed:
+		return fmt.Errorf("offer %s is not allowed by the decision's policy verdicts", line.OfferID)
+	case p.Provider != "" && p.Provider != line.Provider:
+		return fmt.Errorf("provider %s, line is %s", p.Provider, line.Provider)
+	case p.Market != "" && p.Market != line.Market:
+		return fmt.Errorf("market %s read back, line is %s", p.Market, line.Market)
+	case p.Units != 0 && p.Units != line.Units:
+		return fmt.Errorf("%d units held, line is %d", p.Units, line.Units)
+	}
+	if !p.Price.IsSet() {
+		return nil
+	}
+	if p.Price.Currency != line.UnitPrice.Currency {
+		return fmt.Errorf("price %s read back, line is in %s", p.Price, line.UnitPrice.Currency)
+	}
+	limit := line.UnitPrice
+	if line.Bid != nil && line.Bid.Cmp(limit) > 0 {
+		limit = *line.Bid
+	}
+	if max := limit.Mul(decimal.NewFromInt(1).Add(ReusePriceTolerance)); p.Price.Cmp(max) > 0 {
+		return fmt.Errorf("price %s read back, above %s (bid or unit price %s + %s%%)", p.Price, max, limit, ReusePriceTolerance.Shift(2))
+	}
+	if ceil := rec.Profile.MaxPricePerGPUHour; ceil.IsSet() && line.Units > 0 && line.GPUs > 0 {
+		gpus := decimal.NewFromInt(int64(line.GPUs / line.Units))
+		perGPU, _, err := FXTable(rec.FX).Convert(Money{p.Price.Amount.DivRound(gpus, FXScale), p.Price.Currency}, ceil.Currency)
+		if err != nil {
+			return fmt.Errorf("price %s read back: %w", p.Price, err)
+		}
+		if perGPU.Cmp(ceil) > 0 {
+			return fmt.Errorf("price %s read back is %s per GPU-hour, above the queue's ceiling %s", p.Price, perGPU, ceil)
+		}
+	}
+	return nil
+}
+
+// releaseMismatch gives back capacity that failed checkReuse at once, and
+// records the release (reason price-mismatch) when the ledger keeps releases.
+func (b *Burst) releaseMismatch(ctx context.Context, p Placement, why error) {
+	d := &Drainer{Ledger: asReleaseLedger(b.Ledger), Broker: b.Broker, Clock: b.Clock, Cost: b.Cost}
+	_, _ = d.release(ctx, OpenPlacement{Placement: p}, ReleasePriceMismatch, why.Error())
+}
+
+func asReleaseLedger(l Ledger) ReleaseLedger {
+	if rl, ok := l.(ReleaseLedger); ok {
+		return rl
+	}
+	return nil
+}
+
+func (b *Burst) unavailableTTL() time.Duration {
+	if b.UnavailableTTL > 0 {
+		return b.UnavailableTTL
+	}
+	return DefaultUnavailableTTL
+}
+
+func (b *Burst) maxFollowUps() int {
+	if b.MaxFollowUps > 0 {
+		return b.MaxFollowUps
+	}
+	return DefaultMaxFollowUps
+}
+
+// FollowUpID is the id of the n-th follow-up (1-based) of decision id.
+func FollowUpID(id string, n int) string { return id + "-f" + strconv.Itoa(n) }
+
+// fallThrough carries the chain of root on from its last record: while the
+// records' refusals fall through and MaxFollowUps allows, it finds (or
+// plans and records) the next follow-up and carries it out. root.FollowUps
+// receives each follow-up with its placements.
+func (b *Burst) fallThrough(ctx context.Context, root *DecisionRecord, refused []refusal, r *run) error {
+	all := append([]refusal(nil), refused...)
+	for n := 1; len(refused) > 0 && n <= b.maxFollowUps(); n++ {
+		id := FollowUpID(root.DecisionID, n)
+		fu, ok, err := b.Ledger.Decision(ctx, id)
+		if err != nil {
+			return fmt.Errorf("reading follow-up %s: %w", id, err)
+		}
+		resuming := ok
+		if !ok {
+			if ctx.Err() != nil {
+				return nil // past the deadline: the refused lines stay refused
+			}
+			parent := root.DecisionID
+			if len(root.FollowUps) > 0 {
+				parent = root.FollowUps[len(root.FollowUps)-1].DecisionID
+			}
+			fu, resuming, err = b.planFollowUp(ctx, root, parent, id, all)
+			if err != nil {
+				return err
+			}
+			if !resuming {
+				r.acted = true
+				b.step(StepAfterFollowUpIntent)
+			}
+		}
+		root.FollowUps = append(root.FollowUps, fu)
+		cur := &root.FollowUps[len(root.FollowUps)-1]
+		if refused, err = b.carryOut(ctx, cur, resuming, r); err != nil {
+			return err
+		}
+		cur.Outcome = Outcome(*cur)
+		all = append(all, refused...)
+	}
+	return nil
+}
+
+// planFollowUp re-plans root's queue on root's quotes with every refused
+// offer excluded (and, after a quota refusal, every offer outside the
+// refused line's zone or in its provider region), and records it as
+// follow-up id. When another process recorded it first, the recorded one is
+// returned with resumed = true.
+func (b *Burst) planFollowUp(ctx context.Context, root *DecisionRecord, parent, id string, refused []refusal) (fu DecisionRecord, resumed bool, err error) {
+	now := b.Clock.Now().UTC()
+	fu = DecisionRecord{
+		Kind: "decision", DecisionID: id, FollowUpOf: parent, DecidedAt: now, Trigger: root.Trigger, Profile: root.Profile,
+		BillingCurrency: root.BillingCurrency, FX: root.FX, PolicyRevision: root.PolicyRevision, CodeVersion: b.CodeVersion,
+		Sources: root.Sources, Offers: root.Offers, Verdicts: b.excluding(root.Offers, root.Verdicts, refused, now),
+	}
+	fetched := true
+	for attempt := 1; ; attempt++ {
+		if err := b.plan(ctx, &fu, root.Profile, now, &fetched); err != nil {
+			return fu, false, err
+		}
+		err := b.Ledger.AppendDecision(ctx, &fu)
+		if err == nil {
+			return fu, false, nil
+		}
+		if errors.Is(err, ErrDuplicate) {
+			old, ok, rerr := b.Ledger.Decision(ctx, id)
+			if rerr == nil && ok {
+				return old, true, nil
+			}
+		}
+		if errors.Is(err, ErrStale) && attempt < maxStaleRetries {
+			continue
+		}
+		return fu, false, fmt.Errorf("recording follow-up %s: %w", id, err)
+	}
+}
+
+// excluding returns a copy of verdicts with the refused offers (and, after a
+// quota refusal, the offers of the refused provider region and of other
+// zones) and the offers in the Unavailable cache disallowed, reason
+// ReasonUnavailable.
+func (b *Burst) excluding(offers []Offer, verdicts []Verdict, refused []refusal, now time.Time) []Verdict {
+	out := make([]Verdict, len(verdicts))
+	copy(out, verdicts)
+	type pr struct{ provider, region string }
+	quota := map[pr]bool{}
+	zones := map[Zone]bool{}
+	for _, r := range refused {
+		if r.class == ClassQuota {
+			quota[pr{r.line.Provider, r.line.Region}] = true
+			zones[r.line.Zone] = true
+		}
+	}
+	for i, o := range offers {
+		if i >= len(out) {
+			break
+		}
+		v := &out[i]
+		var why []Reason
+		for _, r := range refused {
+			if r.line.OfferID == o.ID && r.line.Provider == o.Provider {
+				why = append(why, Reason{Code: ReasonUnavailable, Rule: "broker." + r.class,
+					Message: fmt.Sprintf("%s refused this offer in this decision (%s)", o.Provider, r.class)})
+			}
+		}
+		if quota[pr{o.Provider, o.Region}] {
+			why = append(why, Reason{Code: ReasonUnavailable, Rule: "broker.quota",
+				Message: fmt.Sprintf("%s refused a line in %s for quota or configuration", o.Provider, o.Region)})
+		}
+		if len(zones) > 0 && !zones[v.Zone] {
+			why = append(why, Reason{Code: ReasonUnavailable, Rule: "broker.quota-same-zone",
+				Message: fmt.Sprintf("a quota refusal never moves work to another residency zone (%s)", v.Zone)})
+		}
+		if until, ok := b.unavailable().Until(o.Provider, o.ID, now); ok && len(why) == 0 {
+			why = append(why, Reason{Code: ReasonUnavailable, Rule: "broker.capacity-ttl",
+				Message: fmt.Sprintf("%s refused this offer for capacity; unavailable until %s", o.Provider, until.Format(time.RFC3339))})
+		}
+		if len(why) > 0 {
+			v.Allow = false
+			v.Reasons = append(append([]Reason(nil), v.Reasons...), why...)
+		}
+	}
+	return out
+}
