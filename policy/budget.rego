@@ -4,12 +4,16 @@
 #   Which markets a queue's budget tier may buy from. The base tier is the
 #   owned pool and is never bought; elastic buys on-demand and reserved
 #   capacity; emergency buys spot, plus on-demand when data/settings.json says
-#   so. The policy also returns the tier's price ceilings from data as decimal
-#   strings; prices are compared in Go, never computed here.
+#   so. Each tier has a price ceiling per GPU-hour and currency in data; an
+#   offer's price per GPU-hour is compared with it (Sluice works the price per
+#   GPU-hour out in Go; the policy compares, never computes, money).
 #
-#   These rules depend only on the offer's market: deny maps a market to the
-#   reasons offers in it are refused.
+#   The market rules depend only on the offer's market: deny maps a market to
+#   the reasons offers in it are refused. The price rules depend only on the
+#   price: deny_price maps a price [currency, amount] to its reasons.
 package sluice.budget
+
+import rego.v1
 
 import data.data.sluice.settings
 import data.sluice.lib
@@ -27,7 +31,7 @@ emergency_markets := {"spot", "on-demand"} if {
 } else := {"spot"}
 
 # markets are the distinct markets of the offers.
-markets := {market | some [_, market] in lib.offered}
+markets := lib.markets
 
 # tier is the queue's budget tier ("" if the profile has none).
 tier := object.get(input.profile, "budget_tier", "")
@@ -74,4 +78,33 @@ deny[market] contains lib.reason(rego.metadata.rule(), message) if {
 	some market in markets
 	not market in allowed
 	message := sprintf("market %s is not allowed for budget tier %s (allowed: %s)", [market, tier, concat(", ", sort(allowed))])
+}
+
+# METADATA
+# title: Price above the budget tier's ceiling
+# description: The offer's price per GPU-hour is above the ceiling data/settings.json sets for the queue's budget tier in the offer's currency.
+# custom:
+#   code: budget-tier
+#   rule: budget_tier.above_tier_price
+deny_price[price] contains lib.reason(rego.metadata.rule(), message) if {
+	ceilings := limits.max_price_per_gpu_hour
+	some price in lib.prices
+	[currency, amount] := price
+	ceiling := ceilings[currency]
+	to_number(amount) > to_number(ceiling)
+	message := sprintf("price %s %s per GPU-hour is above the %s tier's ceiling of %s %s", [amount, currency, tier, ceiling, currency])
+}
+
+# METADATA
+# title: No price ceiling in the offer's currency
+# description: The queue's budget tier has price ceilings, but none in the offer's currency, so the price cannot be checked and the offer is refused.
+# custom:
+#   code: budget-tier
+#   rule: budget_tier.no_ceiling_in_currency
+deny_price[price] contains lib.reason(rego.metadata.rule(), message) if {
+	ceilings := limits.max_price_per_gpu_hour
+	some price in lib.prices
+	[currency, _] := price
+	not ceilings[currency]
+	message := sprintf("budget tier %s has no price ceiling in %s (data/settings.json has %s)", [tier, currency, concat(", ", sort(object.keys(ceilings)))])
 }

@@ -1,5 +1,7 @@
 package sluice.budget_test
 
+import rego.v1
+
 import data.sluice.testing
 
 # Budget-tier cases: the queue's tier and the offer's market, and which

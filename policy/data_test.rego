@@ -1,5 +1,7 @@
 package sluice.data_test
 
+import rego.v1
+
 import data.data.sluice.city_zones
 import data.data.sluice.regions
 import data.data.sluice.settings

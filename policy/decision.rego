@@ -1,60 +1,74 @@
 # METADATA
 # title: Offer decision
 # description: |
-#   Gathers the refusals of every policy package for each offer in
-#   input.offers. This is the document Sluice evaluates:
-#   data.sluice.decision.result.
+#   Gathers the refusals of every policy package. Two documents read the
+#   same rules:
 #
-#   input:  {"profile": {...}, "offers": [{"key", "provider", "region", "city", "market", "gpu_model"}, ...]}
-#   result: {"verdicts": {key: {"zone": "beijing" | ... | "", "reasons": [{"code", "rule", "message"}, ...]}},
-#            "limits": {"max_price_per_gpu_hour": {"USD": "4.00", ...}}}
+#   result (one verdict per offer; the tests and `sluice policy explain`):
+#     input  {"profile": {...}, "offers": [{"key", "provider", "region", "city", "market",
+#             "gpu_model", "currency", "price_per_gpu_hour"}, ...]}
+#     result {"verdicts": {key: {"zone": "beijing" | ... | "", "reasons": [{"code", "rule", "title", "message"}, ...]}},
+#             "limits": {"max_price_per_gpu_hour": {"USD": "4.00", ...}}}
 #
-#   An offer is allowed when its reasons are empty. Residency reasons are
-#   worked out once per location, the others once per market, and the
-#   verdict once per offered location and market; each offer then looks its
-#   own up. Offers are never compared with each other.
+#   batch (what Sluice evaluates for a decision; each distinct value once):
+#     input  {"profile": {...}, "locations": [[provider, region, city], ...], "markets": [...],
+#             "prices": [[currency, amount], ...]}
+#     batch  {"locations": {location: {"zone", "reasons"}}, "markets": {market: reasons},
+#             "prices": {price: reasons} (only refused prices), "limits": {...}}
+#
+#   An offer's reasons are those of its location, its market and its price;
+#   it is allowed when there are none. Offers are never compared with each
+#   other.
 package sluice.decision
+
+import rego.v1
 
 import data.sluice.budget
 import data.sluice.interruptibility
 import data.sluice.lib
 import data.sluice.residency
+import data.sluice.suitability
 
-# result is what Sluice reads: one verdict per offer key, and the budget tier's limits.
+# result is one verdict per offer key, and the budget tier's limits.
 result := {"verdicts": verdicts, "limits": budget.limits}
 
-# verdicts maps each offer key to its verdict.
-verdicts := {key: at[place] |
-	at := verdict_at
-	some key, place in lib.places
-}
+# batch is the same decision by distinct location, market and price.
+batch := {"locations": by_location, "markets": by_market, "prices": by_price, "limits": budget.limits}
 
-# verdict_at maps each offered place [location, market] to the location's
-# zone ("" when its region is unmapped) and every reason offers there are
-# refused (empty when allowed).
-verdict_at := {place: verdict |
+# verdicts maps each offer key to its verdict: its location's zone, and the
+# reasons of its location, market and price together.
+verdicts := {offer.key: verdict |
 	at_location := by_location
 	at_market := by_market
-	some place in lib.offered
-	[location, market] := place
-	v := at_location[location]
-	verdict := {"zone": v.zone, "reasons": (v.reasons | at_market[market])}
+	at_price := by_price
+	some offer in input.offers
+	v := at_location[[offer.provider, offer.region, offer.city]]
+
+	# object.get takes a path: [price] is the one key price (an array).
+	price := [object.get(offer, "currency", ""), object.get(offer, "price_per_gpu_hour", "")]
+	reasons := (v.reasons | at_market[offer.market]) | object.get(at_price, [price], set())
+	verdict := {"zone": v.zone, "reasons": reasons}
 }
 
 # by_location maps each offered location to its zone ("" when unmapped) and
-# the residency reasons offers there are refused.
+# the residency and suitability reasons offers there are refused.
 by_location := {location: {"zone": zone, "reasons": reasons} |
 	zones := residency.zones
-	denials := residency.deny
-	some location in residency.locations
-
-	# object.get takes a path: [location] is the one key location (an array).
+	residency_denials := residency.deny
+	suitability_denials := suitability.deny_location
+	some location in lib.locations
 	zone := object.get(zones, [location], "")
-	reasons := object.get(denials, [location], set())
+	reasons := object.get(residency_denials, [location], set()) | object.get(suitability_denials, [location], set())
 }
 
 # by_market maps each offered market to the reasons that depend on the market only.
 by_market := {market: reasons |
-	some market in budget.markets
-	reasons := object.get(interruptibility.deny, market, set()) | object.get(budget.deny, market, set())
+	interruptibility_denials := interruptibility.deny
+	budget_denials := budget.deny
+	suitability_denials := suitability.deny_market
+	some market in lib.markets
+	reasons := (object.get(interruptibility_denials, market, set()) | object.get(budget_denials, market, set())) | object.get(suitability_denials, market, set())
 }
+
+# by_price maps each refused price [currency, amount] to its reasons.
+by_price := budget.deny_price

@@ -1,5 +1,7 @@
 package sluice.decision_test
 
+import rego.v1
+
 import data.sluice.decision
 
 queue := {

@@ -1,137 +1,190 @@
 // Package policy decides, with the compliance team's Rego policy, which offers
 // a queue may buy. The policy files (*.rego and data/*.json in this folder)
-// are embedded in the binary, compiled once, and evaluated once per decision
-// for all offers together.
+// are embedded in the binary, compiled once in a sandbox (no network, no
+// environment, no randomness: see sandbox.go), and evaluated once per
+// decision for all offers together.
 //
-// A decision sees about a thousand offers, but a verdict depends only on the
-// queue profile and five offer attributes (provider, region, city, market,
-// GPU model). The evaluator therefore sends each distinct combination once,
-// in one evaluation, and fans the verdicts back out to the offers in Go.
-//
-// Input and output of the Rego query data.sluice.decision.result:
+// A decision sees about a thousand offers, but the rules read only an offer's
+// location (provider, region, city), its market and its price per GPU-hour.
+// The evaluator therefore sends each distinct location, market and price
+// once, in one evaluation of data.sluice.decision.batch, and puts each
+// offer's verdict together in Go from the three answers.
 //
 //	input  {"profile": {"queue", "team", "data_class", "export_approved", "checkpointable",
-//	                    "checkpoint_interval_minutes", "budget_tier", "gpu_models"},
-//	        "offers":  [{"key", "provider", "region", "city", "market", "gpu_model"}, ...]}
-//	result {"verdicts": {key: {"zone": "beijing"|"east-china"|"cn-other"|"overseas"|"",
-//	                           "reasons": [{"code", "rule", "message"}, ...]}},
-//	        "limits":   {"max_price_per_gpu_hour": {"USD": "4.00", ...}}}
+//	                    "checkpoint_interval_minutes", "budget_tier", "gpu_models", "workload",
+//	                    "cross_node_nvlink", "local_storage_only", "storage_zone"},
+//	        "locations": [[provider, region, city], ...], "markets": ["spot", ...],
+//	        "prices": [[currency, price per GPU-hour (decimal string)], ...]}
+//	batch  {"locations": {location: {"zone", "reasons"}}, "markets": {market: reasons},
+//	        "prices": {price: reasons}, "limits": {"max_price_per_gpu_hour": {"USD": "4.00", ...}}}
 //
-// Money never enters the policy: limits come back as decimal strings from
-// policy data and are compared with offer prices in Go.
+// data.sluice.decision.result gives the same verdicts one offer at a time
+// (input.offers); the Rego tests, `sluice policy explain` and EvaluateEach use it.
+//
+// Money: Go divides an offer's unit price by its GPUs per unit (rounded up at
+// PriceScale places, see PricePerGPUHour); the policy only compares that
+// number with the tier's ceiling from data.
 package policy
 
 import (
 	"cmp"
 	"context"
-	"crypto/sha256"
 	"embed"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"io/fs"
-	"path"
 	"slices"
 	"strconv"
 	"strings"
 	"time"
 
 	"github.com/open-policy-agent/opa/v1/ast"
-	"github.com/open-policy-agent/opa/v1/loader"
 	"github.com/open-policy-agent/opa/v1/rego"
+	"github.com/open-policy-agent/opa/v1/storage"
 	"github.com/open-policy-agent/opa/v1/storage/inmem"
+	"github.com/shopspring/decimal"
 
 	"github.com/sluicehq/sluice"
 )
 
-// Query is the Rego document the evaluator reads.
-const Query = "data.sluice.decision.result"
+// Query is the Rego document the evaluator reads for a decision; ResultQuery
+// the per-offer document (tests, explain, EvaluateEach).
+const (
+	Query       = "data.sluice.decision.batch"
+	ResultQuery = "data.sluice.decision.result"
+)
 
 // embedded holds the policy files shipped in the binary. The *_test.rego
-// files are embedded too (the Go test runs them) but never loaded for
-// evaluation and not part of the revision.
+// files are embedded too (the Go test and `sluice policy check` run them) but
+// never loaded for evaluation and not part of the revision.
 //
 //go:embed *.rego data
 var embedded embed.FS
 
+// Embedded returns the policy files shipped in the binary.
+func Embedded() fs.FS { return embedded }
+
 // Evaluator evaluates the policy. It is safe for concurrent use.
 type Evaluator struct {
-	query    rego.PreparedEvalQuery
-	revision string
-	files    []string
+	batch, each rego.PreparedEvalQuery
+	content     string // SHA-256 of the runtime files
+	vcs         string // optional VCS revision of the source
+	files       []string
+	rules       map[string]RuleInfo // by custom.rule
 }
 
 var _ sluice.PolicyEvaluator = (*Evaluator)(nil)
 
+// Option changes how a policy is prepared.
+type Option func(*options)
+
+type options struct{ vcs string }
+
+// WithVCSRevision records the VCS revision the policy files came from (a git
+// commit, a bundle manifest's revision); it is appended to Revision.
+func WithVCSRevision(rev string) Option { return func(o *options) { o.vcs = strings.TrimSpace(rev) } }
+
 // New prepares the embedded policy.
-func New(ctx context.Context) (*Evaluator, error) {
-	return NewFromFS(ctx, embedded)
+func New(ctx context.Context, opts ...Option) (*Evaluator, error) {
+	return NewFromFS(ctx, embedded, opts...)
 }
 
-// NewFromFS prepares the policy in fsys (for tests, or the compliance team's
-// working copy: NewFromFS(ctx, os.DirFS("policy"))). It loads the same files,
-// at the same data paths, as `opa test <dir>`: every *.rego file except
-// *_test.rego, and every .json/.yaml/.yml data file, where a file in a
+// NewFromFS prepares the policy in fsys (a compliance working copy:
+// NewFromFS(ctx, os.DirFS("policy")); a bundle: ReadBundle). It loads the
+// same files, at the same data paths, as `opa test <dir>`: every *.rego file
+// except *_test.rego, and every .json/.yaml/.yml data file, where a file in a
 // sub-folder is placed under that folder's name (data/regions.json is read
 // as data.data...). Hidden and "_" folders and testdata/ are skipped.
-func NewFromFS(ctx context.Context, fsys fs.FS) (*Evaluator, error) {
-	files, err := runtimeFiles(fsys)
-	if err != nil {
-		return nil, fmt.Errorf("listing policy files: %w", err)
+//
+// Errors: a file that does not parse, a call of a forbidden builtin
+// (*ForbiddenBuiltinError, naming file, line and builtin), a compile error
+// (strict mode, as `opa check --strict`).
+func NewFromFS(ctx context.Context, fsys fs.FS, opts ...Option) (*Evaluator, error) {
+	var o options
+	for _, f := range opts {
+		f(&o)
 	}
-	if len(files) == 0 {
-		return nil, errors.New("policy: no policy files found")
-	}
-	rev, err := revision(fsys, files)
+	set, err := load(fsys, false)
 	if err != nil {
 		return nil, err
 	}
-
-	loaded, err := loader.NewFileLoader().
-		WithFS(fsys).
-		WithRegoVersion(ast.RegoV1).
-		WithProcessAnnotation(true). // the deny rules take their code and rule from METADATA
-		Filtered([]string{"."}, loaderFilter)
+	if len(set.runtime) == 0 {
+		return nil, errors.New("policy: no policy files found")
+	}
+	compiler, err := compile(set.modules)
 	if err != nil {
-		return nil, fmt.Errorf("loading policy: %w", err)
+		return nil, err
 	}
-
-	opts := []func(*rego.Rego){
-		rego.Query(Query),
-		rego.SetRegoVersion(ast.RegoV1),
-		rego.Strict(true),
-		rego.StrictBuiltinErrors(true),
-		rego.Store(inmem.NewFromObjectWithOpts(loaded.Documents, inmem.OptReturnASTValuesOnRead(true))),
+	store := inmem.NewFromObjectWithOpts(set.data, inmem.OptReturnASTValuesOnRead(true))
+	prepare := func(query string) (rego.PreparedEvalQuery, error) {
+		return rego.New(
+			rego.Query(query),
+			rego.Compiler(compiler),
+			rego.Store(store),
+			rego.Capabilities(Capabilities()),
+			rego.SetRegoVersion(ast.RegoV1),
+			rego.Strict(true),
+			rego.StrictBuiltinErrors(true),
+		).PrepareForEval(ctx)
 	}
-	names := make([]string, 0, len(loaded.Modules))
-	for name := range loaded.Modules {
-		names = append(names, name)
+	e := &Evaluator{content: set.revision, vcs: o.vcs, files: set.runtime, rules: ruleInfos(compiler)}
+	if e.batch, err = prepare(Query); err != nil {
+		return nil, fmt.Errorf("compiling policy query %s: %w", Query, err)
 	}
-	slices.Sort(names)
-	for _, name := range names {
-		opts = append(opts, rego.ParsedModule(loaded.Modules[name].Parsed))
+	if e.each, err = prepare(ResultQuery); err != nil {
+		return nil, fmt.Errorf("compiling policy query %s: %w", ResultQuery, err)
 	}
-	pq, err := rego.New(opts...).PrepareForEval(ctx)
-	if err != nil {
-		return nil, fmt.Errorf("compiling policy: %w", err)
-	}
-	return &Evaluator{query: pq, revision: rev, files: files}, nil
+	return e, nil
 }
 
-// Revision is the hex SHA-256 identifying the policy files evaluated: the
-// SHA-256 of the `sha256sum` listing ("<hex sha256>  <name>\n" per file) of
-// the runtime files sorted by name (byte order). Test files (*_test.rego) are
-// not included: editing a test does not change what was decided. To
-// reproduce it from a checkout (the runtime files are *.rego and data/*.json):
+// compile compiles modules in the sandbox: forbidden builtins are refused
+// first (by name, file and line), then the compiler runs in strict mode with
+// the sandbox's capabilities.
+func compile(modules map[string]*ast.Module) (*ast.Compiler, error) {
+	if err := CheckBuiltins(modules); err != nil {
+		return nil, err
+	}
+	c := ast.NewCompiler().
+		WithCapabilities(Capabilities()).
+		WithStrict(true).
+		WithDefaultRegoVersion(ast.RegoV1).
+		WithEnablePrintStatements(false)
+	if c.Compile(modules); c.Failed() {
+		return nil, fmt.Errorf("compiling policy: %w", c.Errors)
+	}
+	return c, nil
+}
+
+// Revision identifies the policy evaluated: the hex SHA-256 of the `sha256sum`
+// listing ("<hex sha256>  <name>\n" per file) of the runtime files sorted by
+// name (byte order), followed by "+<vcs revision>" when the source gave one
+// (WithVCSRevision). Test files (*_test.rego) are not included: editing a
+// test does not change what was decided. To reproduce the hash from a
+// checkout (the runtime files are *.rego and data/*.json):
 //
 //	cd policy && ls *.rego data/*.json | grep -v '_test\.rego$' | LC_ALL=C sort | xargs sha256sum | sha256sum
-func (e *Evaluator) Revision() string { return e.revision }
+func (e *Evaluator) Revision() string {
+	if e.vcs == "" {
+		return e.content
+	}
+	return e.content + "+" + e.vcs
+}
+
+// ContentRevision is the SHA-256 part of Revision (what decides whether two
+// policies are the same).
+func (e *Evaluator) ContentRevision() string { return e.content }
+
+// ContentRevisionOf is the SHA-256 part of a recorded revision.
+func ContentRevisionOf(revision string) string {
+	content, _, _ := strings.Cut(revision, "+")
+	return content
+}
 
 // Files lists the runtime policy files the revision covers, sorted.
 func (e *Evaluator) Files() []string { return slices.Clone(e.files) }
 
-// Limits are the ceilings policy data sets for a queue's budget tier. Money
-// is only carried here, never computed or compared in Rego.
+// Limits are the ceilings policy data sets for a queue's budget tier. The
+// policy compares prices with them; Go only reports them.
 type Limits struct {
 	// MaxPricePerGPUHour is the tier's price ceiling per GPU-hour, one per
 	// currency, sorted by currency; empty when the tier has none. Parsed
@@ -154,9 +207,10 @@ type Decision struct {
 	// Verdicts holds one verdict per offer, in the order of the offers.
 	Verdicts []sluice.Verdict `json:"verdicts"`
 	Limits   Limits           `json:"limits"`
-	// Combinations is how many distinct offer combinations (provider, region,
-	// city, market, GPU model) were sent to the policy.
-	Combinations int `json:"combinations"`
+	// Locations, Markets and Prices count the distinct values sent to the policy.
+	Locations int `json:"locations"`
+	Markets   int `json:"markets"`
+	Prices    int `json:"prices"`
 }
 
 // Evaluate returns one verdict per offer, in order (sluice.PolicyEvaluator).
@@ -168,101 +222,224 @@ func (e *Evaluator) Evaluate(ctx context.Context, p sluice.QueueProfile, offers 
 	return d.Verdicts, nil
 }
 
-// Decide evaluates all offers in one query: offers are grouped into distinct
-// combinations of the attributes the policy reads, the combinations are
-// evaluated together, and each offer gets its combination's verdict. now
-// pins time.now_ns() so a recorded decision replays exactly.
+// PriceScale is the number of decimal places of the price per GPU-hour sent
+// to the policy.
+const PriceScale = 12
+
+// PricePerGPUHour is the offer's unit price divided by its GPUs per unit,
+// rounded up (toward +∞) at PriceScale places; ok is false when the offer
+// has no GPUs. Rounding up keeps the policy's comparison exact: for a
+// ceiling with at most PriceScale decimals (data_test.rego allows 6),
+// rounded > ceiling exactly when the true price > ceiling.
+func PricePerGPUHour(o sluice.Offer) (decimal.Decimal, bool) {
+	if o.GPUsPerUnit <= 0 {
+		return decimal.Decimal{}, false
+	}
+	q, r := o.UnitPrice.Amount.QuoRem(decimal.NewFromInt(int64(o.GPUsPerUnit)), PriceScale)
+	if !r.IsZero() && o.UnitPrice.Amount.IsPositive() {
+		q = q.Add(decimal.New(1, -PriceScale))
+	}
+	return q, true
+}
+
+// noGPUs is the Go-side refusal of an offer without GPUs (the collector's
+// hygiene drops such offers first; this keeps the policy input well formed).
+var noGPUs = sluice.Reason{Code: sluice.ReasonImplausible, Rule: "policy.no_gpus_per_unit",
+	Message: "offer has no GPUs per unit, so it has no price per GPU-hour for the policy to compare"}
+
+type location struct{ provider, region, city string }
+
+type priceKey struct {
+	currency string
+	amount   string // decimal text sent to the policy
+}
+
+// Decide evaluates all offers in one query: the distinct locations, markets
+// and prices go to the policy once each, and each offer gets the reasons of
+// its location, market and price. now pins time.now_ns() so a recorded
+// decision replays exactly.
 func (e *Evaluator) Decide(ctx context.Context, p sluice.QueueProfile, offers []sluice.Offer, now time.Time) (Decision, error) {
-	index := make(map[combination]int, len(offers)/4+1)
-	var distinct []combination
-	group := make([]int, len(offers)) // offer → its combination
+	locIndex := map[location]int{}
+	var locs []location
+	mktIndex := map[sluice.Market]int{}
+	var mkts []sluice.Market
+	priceIndex := map[priceKey]int{}
+	var prices []priceKey
+	type parts struct{ loc, mkt, price int } // price -1: no GPUs
+	each := make([]parts, len(offers))
 	for i, o := range offers {
-		c := combinationOf(o)
-		g, ok := index[c]
+		l := location{o.Provider, o.Region, o.City}
+		li, ok := locIndex[l]
 		if !ok {
-			g = len(distinct)
-			index[c] = g
-			distinct = append(distinct, c)
+			li = len(locs)
+			locIndex[l] = li
+			locs = append(locs, l)
 		}
-		group[i] = g
-	}
-
-	verdicts, limits, err := e.eval(ctx, p, distinct, now)
-	if err != nil {
-		return Decision{}, err
-	}
-	// Each offer gets its own copy of its reasons, cut from one allocation
-	// (capacity-limited, so an append by a caller never reaches a neighbour).
-	n := 0
-	for i := range offers {
-		n += len(verdicts[group[i]].Reasons)
-	}
-	backing := make([]sluice.Reason, 0, n)
-	out := make([]sluice.Verdict, len(offers))
-	for i, o := range offers {
-		v := verdicts[group[i]]
-		var reasons []sluice.Reason
-		if len(v.Reasons) > 0 {
-			start := len(backing)
-			backing = append(backing, v.Reasons...)
-			reasons = backing[start:len(backing):len(backing)]
+		mi, ok := mktIndex[o.Market]
+		if !ok {
+			mi = len(mkts)
+			mktIndex[o.Market] = mi
+			mkts = append(mkts, o.Market)
 		}
-		out[i] = sluice.Verdict{OfferID: o.ID, Allow: v.Allow, Zone: v.Zone, Reasons: reasons}
-	}
-	return Decision{Verdicts: out, Limits: limits, Combinations: len(distinct)}, nil
-}
-
-// EvaluateEach is Evaluate with one policy evaluation per offer and no
-// grouping. It gives the same verdicts and exists as the benchmark baseline.
-func (e *Evaluator) EvaluateEach(ctx context.Context, p sluice.QueueProfile, offers []sluice.Offer, now time.Time) ([]sluice.Verdict, error) {
-	out := make([]sluice.Verdict, len(offers))
-	for i, o := range offers {
-		vs, _, err := e.eval(ctx, p, []combination{combinationOf(o)}, now)
-		if err != nil {
-			return nil, err
+		pi := -1
+		if amount, ok := PricePerGPUHour(o); ok {
+			k := priceKey{o.UnitPrice.Currency, amount.String()}
+			if pi, ok = priceIndex[k]; !ok {
+				pi = len(prices)
+				priceIndex[k] = pi
+				prices = append(prices, k)
+			}
 		}
-		out[i] = sluice.Verdict{OfferID: o.ID, Allow: vs[0].Allow, Zone: vs[0].Zone, Reasons: vs[0].Reasons}
+		each[i] = parts{li, mi, pi}
 	}
-	return out, nil
-}
 
-// combination is what the policy reads of an offer: offers that agree on
-// these get the same verdict.
-type combination struct {
-	provider, region, city string
-	market                 sluice.Market
-	gpuModel               string
-}
-
-func combinationOf(o sluice.Offer) combination {
-	return combination{provider: o.Provider, region: o.Region, city: o.City, market: o.Market, gpuModel: o.GPUModel}
-}
-
-// eval runs the prepared query once for the combinations, keyed by their
-// index, and returns their verdicts (OfferID unset) in the same order.
-func (e *Evaluator) eval(ctx context.Context, p sluice.QueueProfile, cs []combination, now time.Time) ([]sluice.Verdict, Limits, error) {
-	rs, err := e.query.Eval(ctx,
-		rego.EvalParsedInput(input(p, cs)),
+	rs, err := e.batch.Eval(ctx,
+		rego.EvalParsedInput(batchInput(p, locs, mkts, prices)),
 		rego.EvalTime(now),
 		// Keep the result as AST: it is read below without a JSON round trip.
 		rego.EvalGenerateJSON(func(t *ast.Term, _ *rego.EvalContext) (any, error) { return t, nil }),
 	)
 	if err != nil {
-		return nil, Limits{}, fmt.Errorf("evaluating policy %s: %w", Query, err)
+		return Decision{}, fmt.Errorf("evaluating policy %s: %w", Query, err)
 	}
-	if len(rs) != 1 || len(rs[0].Expressions) != 1 {
-		return nil, Limits{}, fmt.Errorf("policy %s: undefined (%d results)", Query, len(rs))
+	root, err := resultObject(rs, Query)
+	if err != nil {
+		return Decision{}, err
 	}
-	res, ok := rs[0].Expressions[0].Value.(*ast.Term)
-	if !ok {
-		return nil, Limits{}, fmt.Errorf("policy %s: unexpected result type %T", Query, rs[0].Expressions[0].Value)
+	b, err := readBatch(root, locs, mkts, prices)
+	if err != nil {
+		return Decision{}, err
 	}
-	return readResult(res, len(cs))
+	limits, err := readLimits(root)
+	if err != nil {
+		return Decision{}, err
+	}
+
+	// Offers with the same parts share one verdict (reasons merged and sorted once).
+	type merged struct {
+		zone    sluice.Zone
+		reasons []sluice.Reason
+	}
+	cache := map[parts]merged{}
+	out := make([]sluice.Verdict, len(offers))
+	for i, o := range offers {
+		pt := each[i]
+		m, ok := cache[pt]
+		if !ok {
+			lv := b.locations[pt.loc]
+			m.zone = lv.zone
+			m.reasons = slices.Concat(lv.reasons, b.markets[pt.mkt])
+			if pt.price < 0 {
+				m.reasons = append(m.reasons, noGPUs)
+			} else {
+				m.reasons = append(m.reasons, b.prices[pt.price]...)
+			}
+			sortReasons(m.reasons)
+			if len(m.reasons) == 0 && m.zone == "" {
+				// The policy refuses unmapped regions; an allow without a zone means a broken policy.
+				return Decision{}, fmt.Errorf("policy result: offer %s allowed with no residency zone (unmapped region must be refused)", o.ID)
+			}
+			cache[pt] = m
+		}
+		var reasons []sluice.Reason
+		if len(m.reasons) > 0 {
+			reasons = slices.Clip(slices.Clone(m.reasons)) // each offer owns its reasons
+		}
+		out[i] = sluice.Verdict{OfferID: o.ID, Allow: len(m.reasons) == 0, Zone: m.zone, Reasons: reasons}
+	}
+	return Decision{Verdicts: out, Limits: limits, Locations: len(locs), Markets: len(mkts), Prices: len(prices)}, nil
+}
+
+// EvaluateEach is Evaluate with one evaluation of ResultQuery per offer and
+// no grouping. It gives the same verdicts and is the benchmark baseline.
+func (e *Evaluator) EvaluateEach(ctx context.Context, p sluice.QueueProfile, offers []sluice.Offer, now time.Time) ([]sluice.Verdict, error) {
+	out := make([]sluice.Verdict, len(offers))
+	for i, o := range offers {
+		vs, err := e.evalOffers(ctx, p, offers[i:i+1], now)
+		if err != nil {
+			return nil, err
+		}
+		v := vs[0]
+		out[i] = sluice.Verdict{OfferID: o.ID, Allow: v.Allow, Zone: v.Zone, Reasons: v.reasons()}
+	}
+	return out, nil
+}
+
+// titled is a verdict read from ResultQuery: reasons keep their rule titles.
+type titled struct {
+	Allow   bool
+	Zone    sluice.Zone
+	Reasons []Reason
+}
+
+func (t titled) reasons() []sluice.Reason {
+	if len(t.Reasons) == 0 {
+		return nil
+	}
+	out := make([]sluice.Reason, len(t.Reasons))
+	for i, r := range t.Reasons {
+		out[i] = r.Reason
+	}
+	return out
+}
+
+// evalOffers evaluates ResultQuery for offers (keys are their indexes).
+func (e *Evaluator) evalOffers(ctx context.Context, p sluice.QueueProfile, offers []sluice.Offer, now time.Time) ([]titled, error) {
+	rs, err := e.each.Eval(ctx,
+		rego.EvalParsedInput(offersInput(p, offers)),
+		rego.EvalTime(now),
+		rego.EvalGenerateJSON(func(t *ast.Term, _ *rego.EvalContext) (any, error) { return t, nil }),
+	)
+	if err != nil {
+		return nil, fmt.Errorf("evaluating policy %s: %w", ResultQuery, err)
+	}
+	root, err := resultObject(rs, ResultQuery)
+	if err != nil {
+		return nil, err
+	}
+	vobj, err := objectAt(root, "verdicts")
+	if err != nil {
+		return nil, err
+	}
+	out := make([]titled, len(offers))
+	for i, o := range offers {
+		vt := vobj.Get(ast.StringTerm(strconv.Itoa(i)))
+		if vt == nil {
+			return nil, fmt.Errorf("policy result: no verdict for offer %s", o.ID)
+		}
+		vo, ok := vt.Value.(ast.Object)
+		if !ok {
+			return nil, fmt.Errorf("policy result: offer %s: verdict %v is not an object", o.ID, vt)
+		}
+		zone, err := stringAt(vo, "zone")
+		if err != nil {
+			return nil, fmt.Errorf("policy result: offer %s: %w", o.ID, err)
+		}
+		rt := vo.Get(ast.InternedTerm("reasons"))
+		if rt == nil {
+			return nil, fmt.Errorf(`policy result: offer %s: verdict has no "reasons"`, o.ID)
+		}
+		rsns, err := readReasons(rt)
+		if err != nil {
+			return nil, fmt.Errorf("policy result: offer %s: %w", o.ID, err)
+		}
+		if o.GPUsPerUnit <= 0 {
+			rsns = append(rsns, Reason{Reason: noGPUs})
+		}
+		slices.SortFunc(rsns, func(a, b Reason) int { return compareReasons(a.Reason, b.Reason) })
+		out[i] = titled{Allow: len(rsns) == 0, Zone: sluice.Zone(zone), Reasons: rsns}
+		if out[i].Allow && zone == "" {
+			return nil, fmt.Errorf("policy result: offer %s allowed with no residency zone (unmapped region must be refused)", o.ID)
+		}
+	}
+	return out, nil
 }
 
 // Keys of the input objects, built once (AST terms are never modified by evaluation).
 var (
 	keyProfile, keyOffers = ast.StringTerm("profile"), ast.StringTerm("offers")
+	keyLocations          = ast.StringTerm("locations")
+	keyMarkets, keyPrices = ast.StringTerm("markets"), ast.StringTerm("prices")
 	keyQueue, keyTeam     = ast.StringTerm("queue"), ast.StringTerm("team")
 	keyDataClass          = ast.StringTerm("data_class")
 	keyExportApproved     = ast.StringTerm("export_approved")
@@ -270,19 +447,24 @@ var (
 	keyInterval           = ast.StringTerm("checkpoint_interval_minutes")
 	keyTier               = ast.StringTerm("budget_tier")
 	keyGPUModels          = ast.StringTerm("gpu_models")
+	keyWorkload           = ast.StringTerm("workload")
+	keyNVLink             = ast.StringTerm("cross_node_nvlink")
+	keyLocalStorage       = ast.StringTerm("local_storage_only")
+	keyStorageZone        = ast.StringTerm("storage_zone")
 	keyKey, keyProvider   = ast.StringTerm("key"), ast.StringTerm("provider")
 	keyRegion, keyCity    = ast.StringTerm("region"), ast.StringTerm("city")
 	keyMarket, keyGPU     = ast.StringTerm("market"), ast.StringTerm("gpu_model")
+	keyCurrency           = ast.StringTerm("currency")
+	keyPricePerGPU        = ast.StringTerm("price_per_gpu_hour")
 )
 
-// input builds the Rego input directly as AST (no JSON or reflection).
-// Offer keys are the combination indexes "0", "1", ...
-func input(p sluice.QueueProfile, cs []combination) ast.Value {
+// profileTerm is the queue profile as the policy reads it.
+func profileTerm(p sluice.QueueProfile) *ast.Term {
 	models := make([]*ast.Term, len(p.GPUModels))
 	for i, m := range p.GPUModels {
 		models[i] = ast.StringTerm(m)
 	}
-	profile := ast.NewObject(
+	return ast.NewTerm(ast.NewObject(
 		ast.Item(keyQueue, ast.StringTerm(p.Queue)),
 		ast.Item(keyTeam, ast.StringTerm(p.Team)),
 		ast.Item(keyDataClass, ast.StringTerm(p.DataClass)),
@@ -291,87 +473,181 @@ func input(p sluice.QueueProfile, cs []combination) ast.Value {
 		ast.Item(keyInterval, ast.IntNumberTerm(p.CheckpointIntervalMinutes)),
 		ast.Item(keyTier, ast.StringTerm(string(p.Tier))),
 		ast.Item(keyGPUModels, ast.ArrayTerm(models...)),
-	)
-	// Offers share few distinct strings: one term each.
-	terms := make(map[string]*ast.Term, 64)
-	str := func(s string) *ast.Term {
-		t, ok := terms[s]
-		if !ok {
-			t = ast.StringTerm(s)
-			terms[s] = t
-		}
-		return t
+		ast.Item(keyWorkload, ast.StringTerm(p.Workload)),
+		ast.Item(keyNVLink, ast.BooleanTerm(p.CrossNodeNVLink)),
+		ast.Item(keyLocalStorage, ast.BooleanTerm(p.LocalStorageOnly)),
+		ast.Item(keyStorageZone, ast.StringTerm(string(p.StorageZone))),
+	))
+}
+
+func locationTerm(l location) *ast.Term {
+	return ast.ArrayTerm(ast.StringTerm(l.provider), ast.StringTerm(l.region), ast.StringTerm(l.city))
+}
+
+func priceTerm(k priceKey) *ast.Term {
+	return ast.ArrayTerm(ast.StringTerm(k.currency), ast.StringTerm(k.amount))
+}
+
+// batchInput builds the input of Query directly as AST (no JSON or reflection).
+func batchInput(p sluice.QueueProfile, locs []location, mkts []sluice.Market, prices []priceKey) ast.Value {
+	lt := make([]*ast.Term, len(locs))
+	for i, l := range locs {
+		lt[i] = locationTerm(l)
 	}
-	offers := make([]*ast.Term, len(cs))
-	for i, c := range cs {
-		offers[i] = ast.NewTerm(ast.NewObject(
-			ast.Item(keyKey, ast.StringTerm(strconv.Itoa(i))),
-			ast.Item(keyProvider, str(c.provider)),
-			ast.Item(keyRegion, str(c.region)),
-			ast.Item(keyCity, str(c.city)),
-			ast.Item(keyMarket, str(string(c.market))),
-			ast.Item(keyGPU, str(c.gpuModel)),
-		))
+	mt := make([]*ast.Term, len(mkts))
+	for i, m := range mkts {
+		mt[i] = ast.StringTerm(string(m))
+	}
+	pt := make([]*ast.Term, len(prices))
+	for i, k := range prices {
+		pt[i] = priceTerm(k)
 	}
 	return ast.NewObject(
-		ast.Item(keyProfile, ast.NewTerm(profile)),
-		ast.Item(keyOffers, ast.ArrayTerm(offers...)),
+		ast.Item(keyProfile, profileTerm(p)),
+		ast.Item(keyLocations, ast.ArrayTerm(lt...)),
+		ast.Item(keyMarkets, ast.ArrayTerm(mt...)),
+		ast.Item(keyPrices, ast.ArrayTerm(pt...)),
 	)
 }
 
-// readResult turns {"verdicts": {...}, "limits": {...}} into n verdicts
-// (one per key "0".."n-1") and the limits. Anything missing or of the wrong
-// type is an error: a malformed policy answer never becomes an allow.
-func readResult(t *ast.Term, n int) ([]sluice.Verdict, Limits, error) {
-	root, ok := t.Value.(ast.Object)
-	if !ok {
-		return nil, Limits{}, fmt.Errorf("policy result: %v is not an object", t)
+// offerTerm is one offer as ResultQuery reads it, keyed by key.
+func offerTerm(key string, o sluice.Offer) *ast.Term {
+	items := [][2]*ast.Term{
+		ast.Item(keyKey, ast.StringTerm(key)),
+		ast.Item(keyProvider, ast.StringTerm(o.Provider)),
+		ast.Item(keyRegion, ast.StringTerm(o.Region)),
+		ast.Item(keyCity, ast.StringTerm(o.City)),
+		ast.Item(keyMarket, ast.StringTerm(string(o.Market))),
+		ast.Item(keyGPU, ast.StringTerm(o.GPUModel)),
+		ast.Item(keyCurrency, ast.StringTerm(o.UnitPrice.Currency)),
 	}
-	vobj, err := objectAt(root, "verdicts")
-	if err != nil {
-		return nil, Limits{}, err
+	if amount, ok := PricePerGPUHour(o); ok {
+		items = append(items, ast.Item(keyPricePerGPU, ast.StringTerm(amount.String())))
 	}
-	out := make([]sluice.Verdict, n)
-	// Offers at the same place share one verdict term: convert it once.
-	seen := make(map[*ast.Term]int, n)
-	for i := range n {
-		key := strconv.Itoa(i)
-		vt := vobj.Get(ast.StringTerm(key))
-		if vt == nil {
-			return nil, Limits{}, fmt.Errorf("policy result: no verdict for offer key %s", key)
-		}
-		if j, ok := seen[vt]; ok {
-			out[i] = out[j]
-			continue
-		}
-		v, err := readVerdict(vt)
-		if err != nil {
-			return nil, Limits{}, fmt.Errorf("policy result: offer key %s: %w", key, err)
-		}
-		out[i] = v
-		seen[vt] = i
-	}
-	limits, err := readLimits(root)
-	if err != nil {
-		return nil, Limits{}, err
-	}
-	return out, limits, nil
+	return ast.NewTerm(ast.NewObject(items...))
 }
 
-func readVerdict(t *ast.Term) (sluice.Verdict, error) {
-	obj, ok := t.Value.(ast.Object)
+// offersInput builds the input of ResultQuery: offer keys are their indexes.
+func offersInput(p sluice.QueueProfile, offers []sluice.Offer) ast.Value {
+	ot := make([]*ast.Term, len(offers))
+	for i, o := range offers {
+		ot[i] = offerTerm(strconv.Itoa(i), o)
+	}
+	return ast.NewObject(ast.Item(keyProfile, profileTerm(p)), ast.Item(keyOffers, ast.ArrayTerm(ot...)))
+}
+
+func resultObject(rs rego.ResultSet, query string) (ast.Object, error) {
+	if len(rs) != 1 || len(rs[0].Expressions) != 1 {
+		return nil, fmt.Errorf("policy %s: undefined (%d results)", query, len(rs))
+	}
+	t, ok := rs[0].Expressions[0].Value.(*ast.Term)
 	if !ok {
-		return sluice.Verdict{}, fmt.Errorf("verdict %v is not an object", t)
+		return nil, fmt.Errorf("policy %s: unexpected result type %T", query, rs[0].Expressions[0].Value)
 	}
-	zone, err := stringAt(obj, "zone")
+	root, ok := t.Value.(ast.Object)
+	if !ok {
+		return nil, fmt.Errorf("policy %s: %v is not an object", query, t)
+	}
+	return root, nil
+}
+
+type locationVerdict struct {
+	zone    sluice.Zone
+	reasons []sluice.Reason
+}
+
+type batchResult struct {
+	locations []locationVerdict
+	markets   [][]sluice.Reason
+	prices    [][]sluice.Reason
+}
+
+// readBatch reads the verdict of every location and the reasons of every
+// market and price sent. A location or market missing from the answer, or
+// anything of the wrong type, is an error: a malformed answer never becomes
+// an allow. Prices within the ceilings are absent (no reasons).
+func readBatch(root ast.Object, locs []location, mkts []sluice.Market, prices []priceKey) (batchResult, error) {
+	var b batchResult
+	lobj, err := objectAt(root, "locations")
 	if err != nil {
-		return sluice.Verdict{}, err
+		return b, err
 	}
-	rt := obj.Get(ast.StringTerm("reasons"))
-	if rt == nil {
-		return sluice.Verdict{}, errors.New(`verdict has no "reasons"`)
+	b.locations = make([]locationVerdict, len(locs))
+	for i, l := range locs {
+		vt := lobj.Get(locationTerm(l))
+		if vt == nil {
+			return b, fmt.Errorf("policy result: no verdict for location %s/%s/%q", l.provider, l.region, l.city)
+		}
+		vo, ok := vt.Value.(ast.Object)
+		if !ok {
+			return b, fmt.Errorf("policy result: location %s/%s: verdict %v is not an object", l.provider, l.region, vt)
+		}
+		zone, err := stringAt(vo, "zone")
+		if err != nil {
+			return b, fmt.Errorf("policy result: location %s/%s: %w", l.provider, l.region, err)
+		}
+		rt := vo.Get(ast.InternedTerm("reasons"))
+		if rt == nil {
+			return b, fmt.Errorf(`policy result: location %s/%s: verdict has no "reasons"`, l.provider, l.region)
+		}
+		rs, err := readPlainReasons(rt)
+		if err != nil {
+			return b, fmt.Errorf("policy result: location %s/%s: %w", l.provider, l.region, err)
+		}
+		b.locations[i] = locationVerdict{sluice.Zone(zone), rs}
 	}
-	var reasons []sluice.Reason
+	mobj, err := objectAt(root, "markets")
+	if err != nil {
+		return b, err
+	}
+	b.markets = make([][]sluice.Reason, len(mkts))
+	for i, m := range mkts {
+		rt := mobj.Get(ast.StringTerm(string(m)))
+		if rt == nil {
+			return b, fmt.Errorf("policy result: no reasons for market %q", m)
+		}
+		if b.markets[i], err = readPlainReasons(rt); err != nil {
+			return b, fmt.Errorf("policy result: market %s: %w", m, err)
+		}
+	}
+	pobj, err := objectAt(root, "prices")
+	if err != nil {
+		return b, err
+	}
+	b.prices = make([][]sluice.Reason, len(prices))
+	for i, k := range prices {
+		if rt := pobj.Get(priceTerm(k)); rt != nil {
+			if b.prices[i], err = readPlainReasons(rt); err != nil {
+				return b, fmt.Errorf("policy result: price %s %s: %w", k.amount, k.currency, err)
+			}
+		}
+	}
+	return b, nil
+}
+
+// Reason is a refusal as the policy gives it: the reason recorded with the
+// decision plus the title of the rule that fired (from its METADATA).
+type Reason struct {
+	sluice.Reason
+	Title string `json:"title"`
+}
+
+func readPlainReasons(t *ast.Term) ([]sluice.Reason, error) {
+	rs, err := readReasons(t)
+	if err != nil || len(rs) == 0 {
+		return nil, err
+	}
+	out := make([]sluice.Reason, len(rs))
+	for i, r := range rs {
+		out[i] = r.Reason
+	}
+	return out, nil
+}
+
+// readReasons reads a set (or array) of {"code", "rule", "title", "message"}
+// objects; title may be missing.
+func readReasons(t *ast.Term) ([]Reason, error) {
+	var reasons []Reason
 	var rerr error
 	each := func(r *ast.Term) {
 		if rerr != nil {
@@ -382,7 +658,7 @@ func readVerdict(t *ast.Term) (sluice.Verdict, error) {
 			rerr = fmt.Errorf("reason %v is not an object", r)
 			return
 		}
-		var x sluice.Reason
+		var x Reason
 		if x.Code, rerr = stringAt(ro, "code"); rerr != nil {
 			return
 		}
@@ -392,30 +668,34 @@ func readVerdict(t *ast.Term) (sluice.Verdict, error) {
 		if x.Message, rerr = stringAt(ro, "message"); rerr != nil {
 			return
 		}
+		if tt := ro.Get(ast.InternedTerm("title")); tt != nil {
+			s, ok := tt.Value.(ast.String)
+			if !ok {
+				rerr = fmt.Errorf(`"title" is %v, not a string`, tt)
+				return
+			}
+			x.Title = string(s)
+		}
 		reasons = append(reasons, x)
 	}
-	switch rv := rt.Value.(type) {
+	switch v := t.Value.(type) {
 	case ast.Set:
-		rv.Foreach(each)
+		v.Foreach(each)
 	case *ast.Array:
-		rv.Foreach(each)
+		v.Foreach(each)
 	default:
-		return sluice.Verdict{}, fmt.Errorf("reasons %v is not a set or array", rt)
+		return nil, fmt.Errorf("reasons %v is not a set or array", t)
 	}
-	if rerr != nil {
-		return sluice.Verdict{}, rerr
-	}
-	// Sorted by (code, rule), then message, so equal inputs give equal records.
-	slices.SortFunc(reasons, func(a, b sluice.Reason) int {
-		return cmp.Or(strings.Compare(a.Code, b.Code), strings.Compare(a.Rule, b.Rule), strings.Compare(a.Message, b.Message))
-	})
-	v := sluice.Verdict{Allow: len(reasons) == 0, Zone: sluice.Zone(zone), Reasons: reasons}
-	if v.Allow && v.Zone == "" {
-		// The policy refuses unmapped regions; an allow without a zone means a broken policy.
-		return sluice.Verdict{}, errors.New("allowed with no residency zone (unmapped region must be refused)")
-	}
-	return v, nil
+	return reasons, rerr
 }
+
+// compareReasons orders reasons by (code, rule), then message, so equal
+// inputs give equal records.
+func compareReasons(a, b sluice.Reason) int {
+	return cmp.Or(strings.Compare(a.Code, b.Code), strings.Compare(a.Rule, b.Rule), strings.Compare(a.Message, b.Message))
+}
+
+func sortReasons(rs []sluice.Reason) { slices.SortFunc(rs, compareReasons) }
 
 func readLimits(root ast.Object) (Limits, error) {
 	lt := root.Get(ast.StringTerm("limits"))
@@ -484,73 +764,7 @@ func stringAt(obj ast.Object, key string) (string, error) {
 	return string(s), nil
 }
 
-// runtimeFiles lists, sorted, the files the evaluator loads from fsys.
-func runtimeFiles(fsys fs.FS) ([]string, error) {
-	var files []string
-	err := fs.WalkDir(fsys, ".", func(name string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		if d.IsDir() {
-			if name != "." && skipDir(d.Name()) {
-				return fs.SkipDir
-			}
-			return nil
-		}
-		if runtimeFile(name) {
-			files = append(files, name)
-		}
-		return nil
-	})
-	slices.Sort(files)
-	return files, err
-}
-
-// runtimeFile reports whether a file is policy (Rego or data) and not a test.
-func runtimeFile(name string) bool {
-	base := path.Base(name)
-	if strings.HasPrefix(base, ".") {
-		return false
-	}
-	switch path.Ext(base) {
-	case ".rego":
-		return !strings.HasSuffix(base, "_test.rego")
-	case ".json", ".yaml", ".yml":
-		return true
-	}
-	return false
-}
-
-func skipDir(base string) bool {
-	return strings.HasPrefix(base, ".") || strings.HasPrefix(base, "_") || base == "testdata"
-}
-
-// loaderFilter excludes from the OPA loader what runtimeFiles leaves out, so
-// the revision covers exactly the files evaluated.
-func loaderFilter(name string, info fs.FileInfo, depth int) bool {
-	if depth == 0 {
-		return false
-	}
-	if info.IsDir() {
-		return skipDir(info.Name())
-	}
-	return !runtimeFile(name)
-}
-
-// revision hashes the files like `sha256sum <files> | sha256sum`.
-func revision(fsys fs.FS, files []string) (string, error) {
-	var listing strings.Builder
-	for _, name := range files {
-		b, err := fs.ReadFile(fsys, name)
-		if err != nil {
-			return "", fmt.Errorf("reading policy file %s: %w", name, err)
-		}
-		sum := sha256.Sum256(b)
-		listing.WriteString(hex.EncodeToString(sum[:]))
-		listing.WriteString("  ")
-		listing.WriteString(name)
-		listing.WriteString("\n")
-	}
-	sum := sha256.Sum256([]byte(listing.String()))
-	return hex.EncodeToString(sum[:]), nil
+// storeOf is the in-memory store of policy data (tests and checks).
+func storeOf(data map[string]any) storage.Store {
+	return inmem.NewFromObjectWithOpts(data, inmem.OptReturnASTValuesOnRead(true))
 }

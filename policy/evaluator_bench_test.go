@@ -133,7 +133,8 @@ func BenchmarkEvaluate1000(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
-	b.ReportMetric(float64(d.Combinations), "combinations")
+	b.ReportMetric(float64(d.Locations), "locations")
+	b.ReportMetric(float64(d.Prices), "prices")
 }
 
 func BenchmarkEvaluateEach1000(b *testing.B) {

@@ -278,8 +278,8 @@ func TestDecideLimits(t *testing.T) {
 	if m, ok := d.Limits.MaxPriceIn("USD"); !ok || m.Amount.String() != "4" || m.Amount.StringFixed(2) != "4.00" {
 		t.Errorf("MaxPriceIn(USD) = %v, %v", m, ok)
 	}
-	if d.Combinations != 1 {
-		t.Errorf("Combinations = %d, want 1", d.Combinations)
+	if d.Locations != 1 || d.Markets != 1 || d.Prices != 1 {
+		t.Errorf("distinct locations %d, markets %d, prices %d; want 1 each", d.Locations, d.Markets, d.Prices)
 	}
 
 	d, err = e.Decide(ctx, queue(func(p *sluice.QueueProfile) { p.Tier = sluice.TierBase }), nil, benchNow)
@@ -371,7 +371,7 @@ func TestRevision(t *testing.T) {
 	if got := hex.EncodeToString(sum[:]); got != a.Revision() {
 		t.Errorf("Revision = %s, sha256sum recipe gives %s", a.Revision(), got)
 	}
-	wantFiles := []string{"budget.rego", "data/cities.json", "data/regions.json", "data/settings.json", "decision.rego", "interruptibility.rego", "lib.rego", "residency.rego"}
+	wantFiles := []string{"budget.rego", "data/cities.json", "data/regions.json", "data/settings.json", "decision.rego", "interruptibility.rego", "lib.rego", "residency.rego", "suitability.rego"}
 	if !slices.Equal(a.Files(), wantFiles) {
 		t.Errorf("Files = %q, want %q", a.Files(), wantFiles)
 	}
@@ -453,8 +453,9 @@ func TestMalformedPolicyAnswersAreErrors(t *testing.T) {
 	tests := map[string]struct{ file, from, to string }{
 		"price limit as a number":   {"data/settings.json", `"USD": "4.00"`, `"USD": 4.00`},
 		"price limit not a decimal": {"data/settings.json", `"USD": "4.00"`, `"USD": "four"`},
-		"verdict without reasons":   {"decision.rego", `verdict := {"zone": v.zone, "reasons": (v.reasons | at_market[market])}`, `verdict := {"zone": v.zone, "why": (v.reasons | at_market[market])}`},
-		"allowed without zone":      {"decision.rego", `verdict := {"zone": v.zone, "reasons": (v.reasons | at_market[market])}`, `verdict := {"zone": "", "reasons": set() & (v.reasons | at_market[market])}`},
+		"verdict without reasons":   {"decision.rego", `batch := {"locations": by_location,`, `batch := {"locations": {l: {"zone": v.zone} | some l, v in by_location},`},
+		"allowed without zone":      {"decision.rego", `{location: {"zone": zone, "reasons": reasons} |`, `{location: {"zone": trim(zone, zone), "reasons": reasons} |`},
+		"market left out":           {"decision.rego", `some market in lib.markets`, `some market in lib.markets; market != "on-demand"`},
 	}
 	for name, tt := range tests {
 		t.Run(name, func(t *testing.T) {

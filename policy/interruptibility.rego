@@ -3,17 +3,24 @@
 # description: |
 #   Spot capacity can be taken back by the provider at any time. A queue may
 #   run on spot only when its jobs can resume from a checkpoint, and lose at
-#   most max_checkpoint_interval_minutes of work (data/settings.json).
+#   most max_checkpoint_interval_minutes of work (data/settings.json). A
+#   queue whose workload is listed in never_spot_workloads (long-lived
+#   inference services) never runs on spot.
 #
 #   These rules depend only on the offer's market: deny maps a market to the
 #   reasons offers in it are refused.
 package sluice.interruptibility
+
+import rego.v1
 
 import data.data.sluice.settings
 import data.sluice.lib
 
 # max_interval is the longest checkpoint interval, in minutes, allowed on spot.
 max_interval := settings.interruptibility.max_checkpoint_interval_minutes
+
+# never_spot are the workloads that never run on spot, e.g. "long-lived-inference".
+never_spot := {workload | some workload in settings.interruptibility.never_spot_workloads}
 
 # METADATA
 # title: Spot for a queue that cannot checkpoint
@@ -48,4 +55,16 @@ deny.spot contains lib.reason(rego.metadata.rule(), message) if {
 	input.profile.checkpointable
 	input.profile.checkpoint_interval_minutes > max_interval
 	message := sprintf("market spot allows a checkpoint interval of at most %v minutes; the queue checkpoints every %v minutes", [max_interval, input.profile.checkpoint_interval_minutes])
+}
+
+# METADATA
+# title: Spot for a long-lived inference service
+# description: The queue's workload (e.g. long-lived-inference) is listed in never_spot_workloads in data/settings.json; a service that must stay up is never put on spot, however often it checkpoints.
+# custom:
+#   code: interruptibility
+#   rule: interruptibility.never_spot_workload
+deny.spot contains lib.reason(rego.metadata.rule(), message) if {
+	workload := object.get(input.profile, "workload", "")
+	workload in never_spot
+	message := sprintf("market spot can be interrupted, and the queue's workload %s never runs on spot", [workload])
 }

@@ -1,5 +1,7 @@
 package sluice.interruptibility_test
 
+import rego.v1
+
 import data.sluice.testing
 
 # Interruptibility cases: the queue's checkpointing and the offer's market,

@@ -3,23 +3,35 @@
 # description: Helpers used by every Sluice policy package.
 package sluice.lib
 
-# places maps each offer's key to its place [location, market], where
-# location is [provider, region, city]: the offer attributes the rules read.
-places := {offer.key: [[offer.provider, offer.region, offer.city], offer.market] | some offer in input.offers}
+import rego.v1
 
-# offered holds each distinct place. Rules look at each place once, however
+# locations are the distinct offer locations [provider, region, city], and
+# markets the distinct markets ("on-demand", "spot", "reserved"). They come
+# from input.offers (one entry per offer, as in the tests and in `sluice
+# policy explain`) and from input.locations / input.markets (Sluice sends each
+# distinct value once). Rules look at each location and market once, however
 # many offers share it.
-offered := {place | some place in places}
+locations := {[offer.provider, offer.region, offer.city] | some offer in input.offers} | {location | some location in input.locations}
+
+markets := {offer.market | some offer in input.offers} | {market | some market in input.markets}
+
+# prices are the distinct prices per GPU-hour [currency, amount] of the
+# offers, from input.offers and input.prices. Sluice works the amount out in
+# Go (the unit price divided by the GPUs per unit, rounded up at 12 decimal
+# places) and sends it as a decimal string; the policy only compares it
+# (to_number compares decimals exactly).
+prices := {[offer.currency, offer.price_per_gpu_hour] | some offer in input.offers} | {price | some price in input.prices}
 
 # reason builds one refusal from the METADATA of the deny rule that fired:
-# the code and rule come from the rule's "custom" block, the message names
-# the values that made the rule fire. Call it as
+# the code, rule and title come from the rule's METADATA block, the message
+# names the values that made the rule fire. Call it as
 #   reason(rego.metadata.rule(), message)
 # A rule without custom.code or custom.rule still refuses (with code
 # "unlabelled"): a missing label must never turn a refusal into an allow.
 reason(meta, message) := {
 	"code": object.get(meta, ["custom", "code"], "unlabelled"),
 	"rule": object.get(meta, ["custom", "rule"], "unlabelled"),
+	"title": object.get(meta, "title", ""),
 	"message": message,
 }
 

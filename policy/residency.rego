@@ -12,6 +12,8 @@
 #   [provider, region, city] to the reasons offers there are refused.
 package sluice.residency
 
+import rego.v1
+
 import data.data.sluice.city_zones
 import data.data.sluice.regions
 import data.sluice.lib
@@ -27,7 +29,7 @@ allowed_zones := {
 data_class := object.get(input.profile, "data_class", "")
 
 # locations are the distinct locations [provider, region, city] of the offers.
-locations := {location | some [location, _] in lib.offered}
+locations := lib.locations
 
 # zones maps each location to its residency zone: from the city table
 # (data/cities.json) when it knows the provider, region and city, else from

@@ -1,5 +1,7 @@
 package sluice.residency_test
 
+import rego.v1
+
 import data.sluice.testing
 
 # Residency cases. Each one says which queue (data class, export approval),
@@ -153,6 +155,7 @@ test_message_names_the_values if {
 	testing.verdict(c).reasons == {{
 		"code": "residency",
 		"rule": "residency.zone_not_allowed",
+		"title": "Zone not allowed for the data class",
 		"message": "region cn-hangzhou maps to east-china; data class cn-beijing-only allows beijing",
 	}}
 }

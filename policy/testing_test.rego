@@ -5,6 +5,8 @@
 #   about: the queue and offer below fill in everything else.
 package sluice.testing
 
+import rego.v1
+
 import data.sluice.decision
 
 # base_queue is a queue that any offer could serve: public data with export
