@@ -2,7 +2,6 @@ package fake
 
 import "net/http"
 
-func (s *Server) serveAliyun(w http.ResponseWriter, r *http.Request) { http.NotFound(w, r) }
 func (s *Server) serveRunPod(w http.ResponseWriter, r *http.Request) { http.NotFound(w, r) }
 func (s *Server) serveVast(w http.ResponseWriter, r *http.Request)   { http.NotFound(w, r) }
 func (s *Server) serveAutoDL(w http.ResponseWriter, r *http.Request) { http.NotFound(w, r) }

@@ -178,3 +178,22 @@ func WithBid(p *sluice.Placement, b bid.Bid) {
 	d := b.Decided
 	p.BidDecided, p.BidSent, p.BidUnit = &d, b.Text, b.Unit
 }
+
+// CallError wraps a failed HTTP call (no answer: a network error, a deadline)
+// as sluice.ErrTransient — the call may or may not have taken effect, so the
+// caller Finds before it retries. A cancelled context is returned as is.
+func CallError(provider, op string, err error) error {
+	if errors.Is(err, context.Canceled) {
+		return fmt.Errorf("%s %s: %w", provider, op, err)
+	}
+	return fmt.Errorf("%s %s: %v: %w", provider, op, err, sluice.ErrTransient)
+}
+
+// StatusClass is the error class of an HTTP status without a provider code:
+// 429, 408 and 5xx transient, any other 4xx a quota / configuration refusal.
+func StatusClass(status int) error {
+	if status == 429 || status == 408 || status >= 500 {
+		return sluice.ErrTransient
+	}
+	return sluice.ErrQuota
+}

@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/sluicehq/sluice/brokers/aliyun"
 	"github.com/sluicehq/sluice/brokers/ec2"
 	"github.com/sluicehq/sluice/brokers/placement"
 	"github.com/sluicehq/sluice/config"
@@ -73,6 +74,10 @@ func FromConfig(ctx context.Context, cfg *config.Config, o Options) (*Router, er
 var builders = map[string]func(ctx context.Context, endpoint, key, secret string, p config.Provider, o Options) (placement.Adapter, error){
 	"aws": func(ctx context.Context, endpoint, key, secret string, p config.Provider, o Options) (placement.Adapter, error) {
 		return ec2.New(ctx, ec2.Config{Endpoint: endpoint, AccessKeyID: key, SecretAccessKey: secret, Regions: p.Regions, Now: o.Now})
+	},
+	"aliyun": func(_ context.Context, endpoint, key, secret string, p config.Provider, o Options) (placement.Adapter, error) {
+		return aliyun.New(aliyun.Config{Endpoint: endpoint, AccessKeyID: key, AccessKeySecret: secret, Regions: p.Regions,
+			HTTPClient: o.HTTPClient, Now: o.Now}), nil
 	},
 }
 
