@@ -16,6 +16,7 @@
 //	SLUICE_FX_URL            live FX source ("" = ECB, "off" = the config's rates)
 //	SLUICE_LIVE_DEPTH        "off" = trust the alarm's datapoint, never call SQS
 //	SLUICE_METRICS_NAMESPACE EMF namespace (default "Sluice")
+//	SLUICE_BILLING_CURRENCY, SLUICE_BUDGET_ELASTIC, SLUICE_BUDGET_EMERGENCY: see applyOverrides
 //
 // AWS endpoints and credentials come from the SDK's default chain, so
 // AWS_ENDPOINT_URL_<SERVICE> points a function at local emulators.
@@ -91,6 +92,9 @@ func Setup(ctx context.Context, function string, getenv Env, stdout io.Writer) (
 		Getenv:     getenv,
 	}
 	if o.Config, err = LoadConfig(ctx, ssm.NewFromConfig(awsCfg), getenv("SLUICE_CONFIG_PARAMETER"), o.ConfigPath); err != nil {
+		return nil, nil, err
+	}
+	if o.Config, err = applyOverrides(o.Config, getenv); err != nil {
 		return nil, nil, err
 	}
 	if table := getenv("SLUICE_LEDGER_TABLE"); table != "" {

@@ -94,3 +94,31 @@ func TestSetupFromEnvironment(t *testing.T) {
 		t.Errorf("%+v\n%s", res.Decisions[0], out.String())
 	}
 }
+
+func TestOverrides(t *testing.T) {
+	cfg, err := config.Load(root + "testdata/sluice.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	env := func(m map[string]string) Env { return func(k string) string { return m[k] } }
+	out, err := applyOverrides(cfg, env(map[string]string{"SLUICE_BILLING_CURRENCY": "USD", "SLUICE_BUDGET_EMERGENCY": "750.25"}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := out.Budgets["emergency"].String(); got != "750.25 USD" {
+		t.Errorf("emergency %s", got)
+	}
+	if out.Budgets["elastic"].String() != "20000 USD" || cfg.Budgets["emergency"].String() != "5000 USD" {
+		t.Errorf("elastic %s; the caller's config changed: %s", out.Budgets["elastic"], cfg.Budgets["emergency"])
+	}
+	for m, want := range map[string]string{
+		"SLUICE_BILLING_CURRENCY=CNY": `SLUICE_BILLING_CURRENCY "CNY": the config`,
+		"SLUICE_BUDGET_ELASTIC=-1":    `SLUICE_BUDGET_ELASTIC "-1": not a non-negative decimal`,
+		"SLUICE_BUDGET_ELASTIC=1e3x":  `SLUICE_BUDGET_ELASTIC "1e3x"`,
+	} {
+		k, v, _ := strings.Cut(m, "=")
+		if _, err := applyOverrides(cfg, env(map[string]string{k: v})); !errors.Is(err, config.ErrBadConfig) || !strings.Contains(err.Error(), want) {
+			t.Errorf("%s: %v", m, err)
+		}
+	}
+}
