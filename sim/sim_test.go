@@ -1,0 +1,418 @@
+package sim_test
+
+import (
+	"bytes"
+	"context"
+	"flag"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/shopspring/decimal"
+
+	"github.com/sluicehq/sluice"
+	"github.com/sluicehq/sluice/app"
+	"github.com/sluicehq/sluice/config"
+	"github.com/sluicehq/sluice/internal/moneytest"
+	"github.com/sluicehq/sluice/policy"
+	"github.com/sluicehq/sluice/sim"
+)
+
+var update = flag.Bool("update", false, "rewrite testdata/sim/golden/*")
+
+const dir = "../testdata/sim"
+
+func TestNoFloat(t *testing.T) { moneytest.NoFloat(t) }
+
+var (
+	evOnce sync.Once
+	ev     *policy.Evaluator
+	evErr  error
+)
+
+// evaluator is the production policy, embedded and prepared once.
+func evaluator(t testing.TB) *policy.Evaluator {
+	evOnce.Do(func() { ev, evErr = policy.New(context.Background()) })
+	if evErr != nil {
+		t.Fatal(evErr)
+	}
+	return ev
+}
+
+func loadConfig(t testing.TB) *config.Config {
+	cfg, err := config.Load("../testdata/sluice.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return cfg
+}
+
+func loadTrace(t testing.TB, name string) []sim.Job {
+	f, err := os.Open(filepath.Join(dir, name))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	jobs, err := sim.ParseTrace(f, name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return jobs
+}
+
+// replayPrices reads the recorded provider answers through the real quote
+// sources (loopback servers), as `sluice simulate --prices testdata/replay` does.
+func replayPrices(t testing.TB, cfg *config.Config) *sim.Prices {
+	offers, reports, err := app.Quotes(context.Background(), app.Options{Config: cfg, ReplayDir: "../testdata/replay", FXURL: "off"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range reports {
+		if r.Error != "" {
+			t.Fatalf("replay source %s: %s", r.Provider, r.Error)
+		}
+	}
+	p, err := sim.Snapshot(offers)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+func dirPrices(t testing.TB, cfg *config.Config, name string) *sim.Prices {
+	p, err := sim.LoadPriceDir(filepath.Join(dir, name), func(p string) int { return cfg.Providers[p].MaxUnits })
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+func newSim(t testing.TB, cfg *config.Config, jobs []sim.Job, prices *sim.Prices, seed uint64) *sim.Simulator {
+	st, err := sim.LoadSettings(filepath.Join(dir, "sim.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := sim.New(sim.Params{Jobs: jobs, Prices: prices, Settings: st, Policy: evaluator(t),
+		BillingCurrency: cfg.BillingCurrency, FX: cfg.FX, InterruptionsPerHour: cfg.InterruptionsPerHour,
+		Budgets: cfg.Budgets, Seed: seed})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+func runAll(t testing.TB, s *sim.Simulator, owned int) []sim.Result {
+	var out []sim.Result
+	for _, st := range sim.Strategies {
+		r, err := s.Run(context.Background(), st, owned)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, r)
+	}
+	return out
+}
+
+func byStrategy(rs []sim.Result, st sim.Strategy) sim.Result {
+	for _, r := range rs {
+		if r.Strategy == st {
+			return r
+		}
+	}
+	panic("no result for " + st)
+}
+
+func team(r sim.Result, name string) sim.TeamSpan {
+	for _, t := range r.Teams {
+		if t.Team == name {
+			return t
+		}
+	}
+	panic("no team " + name)
+}
+
+// TestWeekend pins the seed's weekend scenario: an 8-GPU owned A100 pool at
+// 80 % load, 36 LoRA jobs of 4 GPUs × 4 h on Friday 18:00; owned-only
+// against bursting to 48 elastic A100 at USD 2 per GPU-hour.
+func TestWeekend(t *testing.T) {
+	cfg := loadConfig(t)
+	s := newSim(t, cfg, loadTrace(t, "weekend.csv"), dirPrices(t, cfg, "prices-weekend"), 1)
+	rs := runAll(t, s, 8)
+	owned, burst := byStrategy(rs, sim.OwnedOnly), byStrategy(rs, sim.OnDemandBurst)
+
+	// Owned only: the 36 LoRA jobs queue behind each other on 2 slots of 4 GPUs.
+	if got := team(owned, "applied"); got.Makespan != 76*time.Hour || got.WaitP95 != 69*time.Hour+30*time.Minute {
+		t.Errorf("owned-only LoRA makespan %s, p95 wait %s; want 76h, 69h30m", got.Makespan, got.WaitP95)
+	}
+	if owned.Makespan != 131*time.Hour+30*time.Minute || owned.TotalCost.Amount.String() != "1441.095890411" || !owned.ElasticCost.Zero() {
+		t.Errorf("owned-only: makespan %s, total %s, elastic %s", owned.Makespan, owned.TotalCost, owned.ElasticCost)
+	}
+	// Burst: 48 elastic GPUs = 12 jobs at a time, reused as jobs finish; 4 of
+	// the 36 run on the owned pool, 32 elastic: 32 × 4 GPUs × 4 h = 512
+	// GPU-hours × USD 2 = USD 1,024, and the batch is done in 12 hours.
+	if got := team(burst, "applied"); got.Makespan != 12*time.Hour || got.WaitP95 != 8*time.Hour {
+		t.Errorf("burst LoRA makespan %s, p95 wait %s; want 12h, 8h", got.Makespan, got.WaitP95)
+	}
+	if burst.ElasticCost.Amount.String() != "1024" || burst.ElasticGPUHours.String() != "512" || burst.JobsElastic != 32 {
+		t.Errorf("burst: elastic %s for %s GPU-h, %d jobs; want 1024, 512, 32", burst.ElasticCost, burst.ElasticGPUHours, burst.JobsElastic)
+	}
+	if burst.TotalCost.Amount.String() != "1807.5616438356" || burst.OwnedCost.Amount.String() != "783.5616438356" {
+		t.Errorf("burst: total %s, owned %s", burst.TotalCost, burst.OwnedCost)
+	}
+	// Base-tier jobs are never bought (policy budget_tier.base_never_bought).
+	if len(burst.Elastic) != 1 || burst.Elastic[0].Tier != sluice.TierElastic {
+		t.Errorf("burst cost lines %+v: want one elastic line", burst.Elastic)
+	}
+	// "USD 768 and 8 hours" cannot both hold: 768 / 2 = 384 GPU-hours = 24
+	// jobs elastic, leaving 12 jobs for the owned pool, which can do at most
+	// 2 at a time: 12 / 2 × 4 h = 24 h, not 8. All 36 elastic is 576 GPU-h = USD 1,152.
+	all := decimal.NewFromInt(36 * 4 * 4 * 2)
+	if all.String() != "1152" || burst.ElasticCost.Amount.GreaterThan(all) {
+		t.Errorf("the whole batch elastic costs %s; the simulator's burst %s must not exceed it", all, burst.ElasticCost)
+	}
+}
+
+func golden(t *testing.T, name string, got []byte) {
+	t.Helper()
+	path := filepath.Join(dir, "golden", name)
+	if *update {
+		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(path, got, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("%v (run with -update)", err)
+	}
+	if !bytes.Equal(got, want) {
+		t.Errorf("%s differs from the golden file (run with -update to accept):\n%s", name, got)
+	}
+}
+
+// TestGolden runs every strategy over the three bundled traces and compares
+// the table and CSV with testdata/sim/golden.
+func TestGolden(t *testing.T) {
+	cfg := loadConfig(t)
+	cases := []struct {
+		name, trace string
+		prices      func() *sim.Prices
+		owned       int
+	}{
+		{"weekend", "weekend.csv", func() *sim.Prices { return dirPrices(t, cfg, "prices-weekend") }, 8},
+		{"diurnal", "diurnal.csv", func() *sim.Prices { return replayPrices(t, cfg) }, 32},
+		{"deadline", "deadline.csv", func() *sim.Prices { return dirPrices(t, cfg, "prices-spike") }, 16},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			rs := runAll(t, newSim(t, cfg, loadTrace(t, c.trace), c.prices(), 1), c.owned)
+			var table, csv bytes.Buffer
+			if err := sim.WriteTable(&table, rs, cfg.BillingCurrency); err != nil {
+				t.Fatal(err)
+			}
+			if err := sim.WriteCSV(&csv, rs, cfg.BillingCurrency); err != nil {
+				t.Fatal(err)
+			}
+			golden(t, c.name+".txt", table.Bytes())
+			golden(t, c.name+".csv", csv.Bytes())
+		})
+	}
+}
+
+// TestDeterminism: the same seed gives byte-identical output; another seed
+// draws other interruptions.
+func TestDeterminism(t *testing.T) {
+	cfg := loadConfig(t)
+	jobs := loadTrace(t, "deadline.csv")
+	prices := dirPrices(t, cfg, "prices-spike")
+	out := func(seed uint64) ([]byte, sim.Result) {
+		rs := runAll(t, newSim(t, cfg, jobs, prices, seed), 16)
+		var b bytes.Buffer
+		if err := sim.WriteCSV(&b, rs, "USD"); err != nil {
+			t.Fatal(err)
+		}
+		return b.Bytes(), byStrategy(rs, sim.SpotBurst)
+	}
+	a, spotA := out(1)
+	b, _ := out(1)
+	c, spotC := out(2)
+	if !bytes.Equal(a, b) {
+		t.Error("seed 1 twice: outputs differ")
+	}
+	if bytes.Equal(a, c) {
+		t.Error("seeds 1 and 2: identical outputs")
+	}
+	if spotA.Interruptions == 0 || spotA.ReworkGPUHours.Equal(spotC.ReworkGPUHours) && spotA.Interruptions == spotC.Interruptions {
+		t.Errorf("spot interruptions seed 1: %d (%s GPU-h rework), seed 2: %d (%s): want some, and different",
+			spotA.Interruptions, spotA.ReworkGPUHours, spotC.Interruptions, spotC.ReworkGPUHours)
+	}
+}
+
+// TestReworkIsPaid: one checkpointed 1-GPU job on spot only, at a high
+// interruption rate. Every billed GPU-minute is either the job's own work
+// or work lost since a checkpoint and redone: billed = work + rework.
+func TestReworkIsPaid(t *testing.T) {
+	cfg := loadConfig(t)
+	cfg.InterruptionsPerHour = map[string]decimal.Decimal{"runpod": decimal.NewFromInt(3)}
+	jobs, err := sim.ParseTrace(strings.NewReader("submit,job,gpus,hours,checkpointable,data_class,tier,team\n"+
+		"2026-12-01T00:00:00Z,j1,4,6,true,public,emergency,research\n"), "one")
+	if err != nil {
+		t.Fatal(err)
+	}
+	prices, err := sim.LoadPriceDir(filepath.Join(dir, "prices-spike"), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for seed := uint64(1); seed <= 5; seed++ {
+		r, err := newSim(t, cfg, jobs, prices, seed).Run(context.Background(), sim.SpotBurst, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		work := decimal.NewFromInt(24)
+		if r.Interruptions == 0 || !r.ElasticGPUHours.Equal(work.Add(r.ReworkGPUHours)) {
+			t.Errorf("seed %d: %d interruptions, billed %s GPU-h, rework %s: want billed = 24 + rework", seed, r.Interruptions, r.ElasticGPUHours, r.ReworkGPUHours)
+		}
+		// At most one checkpoint interval (30 min × 4 GPUs = 2 GPU-h) is lost per interruption.
+		if max := decimal.NewFromInt(int64(2 * r.Interruptions)); r.ReworkGPUHours.GreaterThan(max) {
+			t.Errorf("seed %d: rework %s > %s", seed, r.ReworkGPUHours, max)
+		}
+	}
+}
+
+// TestPolicyCache: verdicts are evaluated once per (profile, offer set),
+// not once per decision.
+func TestPolicyCache(t *testing.T) {
+	cfg := loadConfig(t)
+	s := newSim(t, cfg, loadTrace(t, "diurnal.csv"), replayPrices(t, cfg), 1)
+	rs := runAll(t, s, 32)
+	decisions := 0
+	for _, r := range rs {
+		decisions += r.Decisions
+	}
+	if s.PolicyEvaluations == 0 || s.PolicyEvaluations > 20 || decisions < 1000 {
+		t.Errorf("%d policy evaluations for %d decisions", s.PolicyEvaluations, decisions)
+	}
+}
+
+func TestBreakeven(t *testing.T) {
+	d := decimal.RequireFromString
+	for _, c := range []struct {
+		month, price, hours, util, perDay string
+		never                             bool
+	}{
+		{"480", "2", "720", "0.3333333333", "8", false},              // the rule of thumb: 8 hours a day
+		{"730", "2", "730", "0.5", "12", false},                      // half the day
+		{"1460", "2", "730", "1", "24", false},                       // exactly around the clock
+		{"1000", "2", "730", "0.6849315068", "16.4383561644", false}, // the bundled sim.yaml at USD 2
+		{"2000", "1.5", "730", "1.8264840183", "43.8356164384", true},
+	} {
+		b, err := sim.ComputeBreakeven(d(c.month), d(c.price), d(c.hours))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if b.Utilisation.String() != c.util || b.HoursPerDay.String() != c.perDay || b.OwningNeverPays != c.never {
+			t.Errorf("%s/%s/%s: %s, %s h/day, never %t; want %s, %s, %t", c.month, c.price, c.hours,
+				b.Utilisation, b.HoursPerDay, b.OwningNeverPays, c.util, c.perDay, c.never)
+		}
+	}
+	if _, err := sim.ComputeBreakeven(d("0"), d("2"), d("730")); err == nil {
+		t.Error("zero month cost accepted")
+	}
+}
+
+func TestParseTraceErrors(t *testing.T) {
+	head := "submit,job,gpus,hours,checkpointable,data_class,tier,team\n"
+	for _, c := range []struct{ name, body, want string }{
+		{"header", "a,b\n", "header"},
+		{"seconds", head + "2026-12-01T00:00:30Z,j,1,1,true,public,base,t\n", "submit"},
+		{"gpus", head + "2026-12-01T00:00:00Z,j,9,1,true,public,base,t\n", "gpus"},
+		{"minutes", head + "2026-12-01T00:00:00Z,j,1,0.001,true,public,base,t\n", "whole minutes"},
+		{"negative hours", head + "2026-12-01T00:00:00Z,j,1,-1,true,public,base,t\n", "hours"},
+		{"ckpt", head + "2026-12-01T00:00:00Z,j,1,1,yes,public,base,t\n", "checkpointable"},
+		{"class", head + "2026-12-01T00:00:00Z,j,1,1,true,secret,base,t\n", "data_class"},
+		{"tier", head + "2026-12-01T00:00:00Z,j,1,1,true,public,gold,t\n", "tier"},
+		{"dup", head + "2026-12-01T00:00:00Z,j,1,1,true,public,base,t\n2026-12-01T00:00:00Z,j,1,1,true,public,base,t\n", "repeated"},
+		{"empty", head, "no jobs"},
+	} {
+		_, err := sim.ParseTrace(strings.NewReader(c.body), "x.csv")
+		if err == nil || !strings.Contains(err.Error(), c.want) || !strings.Contains(err.Error(), "x.csv") {
+			t.Errorf("%s: error %v, want one naming x.csv and %q", c.name, err, c.want)
+		}
+	}
+}
+
+func FuzzParseTrace(f *testing.F) {
+	b, _ := os.ReadFile(filepath.Join(dir, "weekend.csv"))
+	f.Add(string(b))
+	f.Add("submit,job,gpus,hours,checkpointable,data_class,tier,team\n2026-12-01T00:00:00Z,j,1,1.5,true,public,base,t\n")
+	f.Fuzz(func(t *testing.T, s string) {
+		jobs, err := sim.ParseTrace(strings.NewReader(s), "fuzz")
+		if err != nil {
+			return
+		}
+		for _, j := range jobs {
+			if j.Minutes <= 0 || j.GPUs < 1 || j.GPUs > 8 || !j.Hours.Mul(decimal.NewFromInt(60)).Equal(decimal.NewFromInt(j.Minutes)) {
+				t.Fatalf("accepted bad job %+v", j)
+			}
+		}
+	})
+}
+
+func FuzzPriceList(f *testing.F) {
+	b, _ := os.ReadFile(filepath.Join(dir, "prices-spike", "spike.csv"))
+	f.Add(string(b))
+	f.Fuzz(func(t *testing.T, s string) {
+		d := t.TempDir()
+		if err := os.WriteFile(filepath.Join(d, "p.csv"), []byte(s), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		p, err := sim.LoadPriceDir(d, nil)
+		if err != nil {
+			return
+		}
+		for _, e := range p.Epochs {
+			for _, o := range e.Offers {
+				if !o.UnitPrice.Amount.IsPositive() || o.GPUsPerUnit < 1 || !o.Market.Valid() {
+					t.Fatalf("accepted bad offer %+v", o)
+				}
+			}
+		}
+	})
+}
+
+// TestSharedPriceHistory reads ../shared/data/prices when it is there: the
+// AWS on-demand history is a real dated series (p4d.24xlarge us-east-1 was
+// 32.7726 USD per instance-hour until the table generated 2025-06-23, then
+// 21.957642); the other CSVs are skipped with a reason.
+func TestSharedPriceHistory(t *testing.T) {
+	const shared = "/work/shared/data/prices"
+	if _, err := os.Stat(shared); err != nil {
+		t.Skip("no shared price data on this machine")
+	}
+	p, err := sim.LoadPriceDir(shared, func(string) int { return 2 })
+	if err != nil {
+		t.Fatal(err)
+	}
+	price := func(at time.Time) string {
+		for _, o := range p.Epochs[p.At(at)].Offers {
+			if o.ID == "aws:us-east-1:p4d.24xlarge:on-demand" {
+				return o.UnitPrice.String()
+			}
+		}
+		return "none"
+	}
+	if got := price(time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC)); got != "32.7726 USD" {
+		t.Errorf("p4d us-east-1 on 2025-01-01: %s", got)
+	}
+	if got := price(time.Date(2026, 8, 1, 0, 0, 0, 0, time.UTC)); got != "21.957642 USD" {
+		t.Errorf("p4d us-east-1 on 2026-08-01: %s", got)
+	}
+	if len(p.Skipped) < 5 {
+		t.Errorf("skipped %v: want the skypilot, spot and claims files listed", p.Skipped)
+	}
+}
