@@ -2,6 +2,5 @@ package fake
 
 import "net/http"
 
-func (s *Server) serveRunPod(w http.ResponseWriter, r *http.Request) { http.NotFound(w, r) }
 func (s *Server) serveVast(w http.ResponseWriter, r *http.Request)   { http.NotFound(w, r) }
 func (s *Server) serveAutoDL(w http.ResponseWriter, r *http.Request) { http.NotFound(w, r) }

@@ -9,6 +9,7 @@ import (
 	"github.com/sluicehq/sluice/brokers/aliyun"
 	"github.com/sluicehq/sluice/brokers/ec2"
 	"github.com/sluicehq/sluice/brokers/placement"
+	"github.com/sluicehq/sluice/brokers/runpod"
 	"github.com/sluicehq/sluice/config"
 )
 
@@ -78,6 +79,9 @@ var builders = map[string]func(ctx context.Context, endpoint, key, secret string
 	"aliyun": func(_ context.Context, endpoint, key, secret string, p config.Provider, o Options) (placement.Adapter, error) {
 		return aliyun.New(aliyun.Config{Endpoint: endpoint, AccessKeyID: key, AccessKeySecret: secret, Regions: p.Regions,
 			HTTPClient: o.HTTPClient, Now: o.Now}), nil
+	},
+	"runpod": func(_ context.Context, endpoint, key, _ string, _ config.Provider, o Options) (placement.Adapter, error) {
+		return runpod.New(runpod.Config{URL: endpoint, APIKey: key, HTTPClient: o.HTTPClient, Now: o.Now}), nil
 	},
 }
 
