@@ -54,6 +54,20 @@ test_checkpoint_limit_is_a_positive_whole_number if {
 	limit == round(limit)
 }
 
+test_never_spot_workloads_are_known_workloads if {
+	every workload in settings.interruptibility.never_spot_workloads {
+		workload in {"training", "batch-inference", "long-lived-inference"}
+	}
+}
+
+test_price_limits_have_at_most_six_decimals if {
+	every _, limits in settings.budget.tiers {
+		every _, amount in limits.max_price_per_gpu_hour {
+			regex.match(`^[0-9]+(\.[0-9]{1,6})?$`, amount)
+		}
+	}
+}
+
 test_emergency_flag_is_true_or_false if {
 	is_boolean(settings.budget.emergency_allows_on_demand)
 }

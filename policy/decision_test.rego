@@ -73,5 +73,5 @@ test_no_offers if {
 }
 
 test_limits_are_returned if {
-	result.limits.max_price_per_gpu_hour.USD == "4.00"
+	result.limits.max_price_per_gpu_hour.USD == "5.50"
 }

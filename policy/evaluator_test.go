@@ -269,13 +269,13 @@ func TestDecideLimits(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := []sluice.Money{sluice.MustMoney("30.00", "CNY"), sluice.MustMoney("4.00", "USD")}
+	want := []sluice.Money{sluice.MustMoney("40.00", "CNY"), sluice.MustMoney("5.50", "USD")}
 	if len(d.Limits.MaxPricePerGPUHour) != 2 ||
 		d.Limits.MaxPricePerGPUHour[0].String() != want[0].String() ||
 		d.Limits.MaxPricePerGPUHour[1].String() != want[1].String() {
 		t.Errorf("limits = %v, want %v", d.Limits.MaxPricePerGPUHour, want)
 	}
-	if m, ok := d.Limits.MaxPriceIn("USD"); !ok || m.Amount.String() != "4" || m.Amount.StringFixed(2) != "4.00" {
+	if m, ok := d.Limits.MaxPriceIn("USD"); !ok || m.Amount.String() != "5.5" || m.Amount.StringFixed(2) != "5.50" {
 		t.Errorf("MaxPriceIn(USD) = %v, %v", m, ok)
 	}
 	if d.Locations != 1 || d.Markets != 1 || d.Prices != 1 {
@@ -451,8 +451,8 @@ func TestMalformedPolicyAnswersAreErrors(t *testing.T) {
 	ctx := context.Background()
 	o := []sluice.Offer{offer("a", "aliyun", "cn-beijing", "", sluice.OnDemand)}
 	tests := map[string]struct{ file, from, to string }{
-		"price limit as a number":   {"data/settings.json", `"USD": "4.00"`, `"USD": 4.00`},
-		"price limit not a decimal": {"data/settings.json", `"USD": "4.00"`, `"USD": "four"`},
+		"price limit as a number":   {"data/settings.json", `"USD": "5.50"`, `"USD": 5.50`},
+		"price limit not a decimal": {"data/settings.json", `"USD": "5.50"`, `"USD": "five"`},
 		"verdict without reasons":   {"decision.rego", `batch := {"locations": by_location,`, `batch := {"locations": {l: {"zone": v.zone} | some l, v in by_location},`},
 		"allowed without zone":      {"decision.rego", `{location: {"zone": zone, "reasons": reasons} |`, `{location: {"zone": trim(zone, zone), "reasons": reasons} |`},
 		"market left out":           {"decision.rego", `some market in lib.markets`, `some market in lib.markets; market != "on-demand"`},

@@ -48,11 +48,32 @@ cases := {
 		"offer": {"market": "spot"},
 		"refused_by": ["interruptibility.checkpoint_interval_unset"],
 	},
+	"long-lived inference, checkpoints every 30 min, spot: refused": {
+		"queue": {"workload": "long-lived-inference", "checkpointable": true, "checkpoint_interval_minutes": 30},
+		"offer": {"market": "spot"},
+		"refused_by": ["interruptibility.never_spot_workload"],
+	},
+	"long-lived inference, on-demand: allowed": {
+		"queue": {"workload": "long-lived-inference", "checkpointable": false, "checkpoint_interval_minutes": 0},
+		"offer": {"market": "on-demand"},
+		"refused_by": [],
+	},
+	"batch inference, checkpoints every 30 min, spot: allowed": {
+		"queue": {"workload": "batch-inference", "checkpointable": true, "checkpoint_interval_minutes": 30},
+		"offer": {"market": "spot"},
+		"refused_by": [],
+	},
 }
 
 test_interruptibility[name] if {
 	some name, c in cases
 	testing.rules(c, "interruptibility") == testing.expected(c)
+}
+
+test_never_spot_workloads_come_from_data if {
+	c := {"queue": {"workload": "batch-inference"}, "offer": {"market": "spot"}}
+	testing.rules(c, "interruptibility") == set()
+	testing.rules(c, "interruptibility") == {"interruptibility.never_spot_workload"} with data.data.sluice.settings.interruptibility.never_spot_workloads as ["batch-inference"]
 }
 
 test_limit_comes_from_data if {

@@ -22,7 +22,8 @@ base_queue := {
 	"gpu_models": ["A100-80GB"],
 }
 
-# base_offer is an on-demand offer in Alibaba Cloud Beijing.
+# base_offer is an on-demand offer in Alibaba Cloud Beijing at 2.50 USD per
+# GPU-hour (within every tier's ceiling).
 base_offer := {
 	"key": "case",
 	"provider": "aliyun",
@@ -30,6 +31,8 @@ base_offer := {
 	"city": "",
 	"market": "on-demand",
 	"gpu_model": "A100-80GB",
+	"currency": "USD",
+	"price_per_gpu_hour": "2.50",
 }
 
 # decide(c) is the decision for a case: {"queue": {...}, "offer": {...}}
