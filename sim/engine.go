@@ -40,6 +40,9 @@ type Simulator struct {
 	verdict map[verdictKey][]sluice.Verdict
 	// PolicyEvaluations counts calls to the policy evaluator.
 	PolicyEvaluations int
+	// PlanTime is the wall time spent in sluice.MakePlan (for the benchmark;
+	// never part of a result).
+	PlanTime time.Duration
 }
 
 type offerSetKey struct {
@@ -55,11 +58,11 @@ type offerSet struct {
 }
 
 type verdictKey struct {
-	set                                  offerSetKey
-	queue, team, class                   string
-	export, ckpt                         bool
-	interval                             int
-	tier                                 sluice.Tier
+	set                offerSetKey
+	queue, team, class string
+	export, ckpt       bool
+	interval           int
+	tier               sluice.Tier
 }
 
 // New checks p and returns a simulator.
@@ -267,7 +270,7 @@ type group struct {
 	units        []int32
 	checkPending bool
 	last         map[offerSetKey]decisionState // the last plan's inputs, per offer set
-	blocked      map[offerSetKey]bool // the policy allows no offer in this set
+	blocked      map[offerSetKey]bool          // the policy allows no offer in this set
 }
 
 // decisionState is what a decision on one offer set reads besides the
@@ -372,7 +375,7 @@ func perMinute(rate decimal.Decimal) [2]uint64 {
 }
 
 func (r *run) minute(t time.Time) int64 { return int64(t.Sub(r.t0) / time.Minute) }
-func (r *run) at(m int64) time.Time    { return r.t0.Add(time.Duration(m) * time.Minute) }
+func (r *run) at(m int64) time.Time     { return r.t0.Add(time.Duration(m) * time.Minute) }
 
 func (r *run) push(e event) {
 	r.seq++
@@ -717,11 +720,13 @@ func (r *run) plan(gi int32, k offerSetKey, p sluice.QueueProfile, depth, live i
 		h := sluice.Money{Amount: b.Amount.Sub(r.spent[spendKey{p.Tier, month}]), Currency: b.Currency}
 		headroom = &h
 	}
+	t0 := time.Now()
 	plan, err := sluice.MakePlan(sluice.PlanInput{
 		Demand: sluice.NewDemand(p, depth, live), Profile: p, Offers: offers, Verdicts: verdicts,
 		BillingCurrency: r.s.p.BillingCurrency, FX: r.s.p.FX, InterruptionsPerHour: r.s.p.InterruptionsPerHour,
 		Budget: headroom, Now: now,
 	})
+	r.s.PlanTime += time.Since(t0)
 	if err != nil {
 		return true, fmt.Errorf("simulate: planning %s at %s: %w", p.Queue, now.Format(time.RFC3339), err)
 	}

@@ -13,7 +13,6 @@ import (
 	"strings"
 	"time"
 
-
 	"github.com/sluicehq/sluice"
 )
 

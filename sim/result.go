@@ -128,7 +128,7 @@ func (r *run) result() (Result, error) {
 	res.Makespan = time.Duration(last) * time.Minute
 	sixty := decimal.NewFromInt(60)
 
-	owned := p.Settings.OwnedGPUMonthCost.Amount.Mul(decimal.NewFromInt(int64(r.owned) * last)).
+	owned := p.Settings.OwnedGPUMonthCost.Amount.Mul(decimal.NewFromInt(int64(r.owned)*last)).
 		DivRound(p.Settings.HoursPerMonth.Mul(sixty), CostScale)
 	oc, _, err := p.FX.Convert(sluice.Money{Amount: owned, Currency: p.Settings.OwnedGPUMonthCost.Currency}, cur)
 	if err != nil {
