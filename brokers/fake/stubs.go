@@ -2,5 +2,4 @@ package fake
 
 import "net/http"
 
-func (s *Server) serveVast(w http.ResponseWriter, r *http.Request)   { http.NotFound(w, r) }
 func (s *Server) serveAutoDL(w http.ResponseWriter, r *http.Request) { http.NotFound(w, r) }

@@ -10,6 +10,7 @@ import (
 	"github.com/sluicehq/sluice/brokers/ec2"
 	"github.com/sluicehq/sluice/brokers/placement"
 	"github.com/sluicehq/sluice/brokers/runpod"
+	"github.com/sluicehq/sluice/brokers/vast"
 	"github.com/sluicehq/sluice/config"
 )
 
@@ -82,6 +83,9 @@ var builders = map[string]func(ctx context.Context, endpoint, key, secret string
 	},
 	"runpod": func(_ context.Context, endpoint, key, _ string, _ config.Provider, o Options) (placement.Adapter, error) {
 		return runpod.New(runpod.Config{URL: endpoint, APIKey: key, HTTPClient: o.HTTPClient, Now: o.Now}), nil
+	},
+	"vast": func(_ context.Context, endpoint, key, _ string, _ config.Provider, o Options) (placement.Adapter, error) {
+		return vast.New(vast.Config{BaseURL: endpoint, APIKey: key, HTTPClient: o.HTTPClient, Now: o.Now}), nil
 	},
 }
 
