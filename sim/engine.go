@@ -3,6 +3,7 @@ package sim
 import (
 	"cmp"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"math/rand/v2"
@@ -58,11 +59,21 @@ type offerSet struct {
 }
 
 type verdictKey struct {
-	set                offerSetKey
-	queue, team, class string
-	export, ckpt       bool
-	interval           int
-	tier               sluice.Tier
+	set     offerSetKey
+	profile string // policyKey of the profile
+}
+
+// policyKey identifies what policy can read of a profile: all of it except
+// the slot shape (GPUs, hours, max slots), which the evaluator does not send
+// (policy/evaluator.go input). Two profiles with one key get the same
+// verdicts for the same offers.
+func policyKey(p sluice.QueueProfile) string {
+	p.GPUsPerSlot, p.HoursPerSlot, p.MaxSlots = 0, decimal.Zero, 0
+	b, err := json.Marshal(p)
+	if err != nil {
+		panic(fmt.Sprintf("sim: profile %s: %v", p.Queue, err)) // a QueueProfile always marshals
+	}
+	return string(b)
 }
 
 // New checks p and returns a simulator.
@@ -111,9 +122,8 @@ func (s *Simulator) offerSet(k offerSetKey) *offerSet {
 
 // verdicts evaluates the offer set for the profile once, through the real
 // policy evaluator, and reuses the answer.
-func (s *Simulator) verdicts(ctx context.Context, k offerSetKey, p sluice.QueueProfile, now time.Time) ([]sluice.Verdict, error) {
-	vk := verdictKey{set: k, queue: p.Queue, team: p.Team, class: p.DataClass, export: p.ExportApproved,
-		ckpt: p.Checkpointable, interval: p.CheckpointIntervalMinutes, tier: p.Tier}
+func (s *Simulator) verdicts(ctx context.Context, k offerSetKey, p sluice.QueueProfile, pkey string, now time.Time) ([]sluice.Verdict, error) {
+	vk := verdictKey{set: k, profile: pkey}
 	if v, ok := s.verdict[vk]; ok {
 		return v, nil
 	}
@@ -269,6 +279,7 @@ type group struct {
 	waitMinutes  int64 // remaining work of waiting jobs
 	units        []int32
 	checkPending bool
+	policyKey    string
 	last         map[offerSetKey]decisionState // the last plan's inputs, per offer set
 	blocked      map[offerSetKey]bool          // the policy allows no offer in this set
 }
@@ -407,7 +418,7 @@ func (r *run) groupOf(i int) int32 {
 		p.CheckpointIntervalMinutes = st.CheckpointIntervalMinutes
 	}
 	g := int32(len(r.groups))
-	r.groups = append(r.groups, &group{profile: p, blocked: map[offerSetKey]bool{}, last: map[offerSetKey]decisionState{}})
+	r.groups = append(r.groups, &group{profile: p, policyKey: policyKey(p), blocked: map[offerSetKey]bool{}, last: map[offerSetKey]decisionState{}})
 	r.groupIdx[key] = g
 	return g
 }
@@ -687,7 +698,7 @@ func (r *run) plan(gi int32, k offerSetKey, p sluice.QueueProfile, depth, live i
 		return false, nil
 	}
 	set := r.s.offerSet(k)
-	verdicts, err := r.s.verdicts(r.ctx, k, p, now)
+	verdicts, err := r.s.verdicts(r.ctx, k, p, g.policyKey, now)
 	if err != nil {
 		return false, err
 	}

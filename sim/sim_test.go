@@ -19,6 +19,7 @@ import (
 	"github.com/sluicehq/sluice/internal/moneytest"
 	"github.com/sluicehq/sluice/policy"
 	"github.com/sluicehq/sluice/sim"
+	"github.com/sluicehq/sluice/sim/tracegen"
 )
 
 var update = flag.Bool("update", false, "rewrite testdata/sim/golden/*")
@@ -414,5 +415,30 @@ func TestSharedPriceHistory(t *testing.T) {
 	}
 	if len(p.Skipped) < 5 {
 		t.Errorf("skipped %v: want the skypilot, spot and claims files listed", p.Skipped)
+	}
+}
+
+// TestTracesRegenerate: the bundled diurnal and deadline traces are exactly
+// what sim/tracegen writes (-update rewrites them).
+func TestTracesRegenerate(t *testing.T) {
+	for name, gen := range map[string]func(*bytes.Buffer){
+		"diurnal.csv":  func(b *bytes.Buffer) { tracegen.Diurnal(b, 1) },
+		"deadline.csv": func(b *bytes.Buffer) { tracegen.Deadline(b) },
+	} {
+		var b bytes.Buffer
+		gen(&b)
+		path := filepath.Join(dir, name)
+		if *update {
+			if err := os.WriteFile(path, b.Bytes(), 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
+		want, err := os.ReadFile(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.Equal(b.Bytes(), want) {
+			t.Errorf("%s differs from sim/tracegen's output (run with -update)", name)
+		}
 	}
 }
