@@ -1,13 +1,297 @@
 package main
 
 import (
+	"bytes"
 	"context"
+	"errors"
+	"flag"
 	"fmt"
 	"io"
+	"os"
+	"strings"
+	"time"
+
+	awsconfig "github.com/aws/aws-sdk-go-v2/config"
+
+	"github.com/sluicehq/sluice"
+	"github.com/sluicehq/sluice/config"
+	"github.com/sluicehq/sluice/ledger"
+	laudit "github.com/sluicehq/sluice/ledger/audit"
+	"github.com/sluicehq/sluice/ledger/audit/chart"
 )
 
-// audit is the "sluice audit" subcommand (not built yet).
-func audit(_ context.Context, _ []string, _, stderr io.Writer) int {
-	fmt.Fprintln(stderr, "sluice audit: not implemented yet")
-	return 2
+const auditUsage = `usage: sluice audit <command> [flags]
+
+commands:
+  verify   check the hash chain and recompute every line and total
+           sluice audit verify [--ledger PATH | --table NAME]
+  export   write placed and planned lines as FOCUS 1.2 CSV
+           sluice audit export --format focus --from DATE --to DATE --out FILE [--ledger PATH | --table NAME] [--account ID]
+  report   a month's spend, GPU-hours, cost per GPU-hour, queue wait and budget share
+           sluice audit report --month YYYY-MM [--by tier|team|provider|zone] [--format table|csv|svg]
+                               [--config FILE] [--out FILE] [--ledger PATH | --table NAME]
+
+DATE is YYYY-MM-DD (UTC midnight) or RFC 3339; --to is exclusive. --table reads a
+DynamoDB ledger with the AWS SDK's default configuration (AWS_REGION, credentials,
+AWS_ENDPOINT_URL_DYNAMODB). Exit status: 0 ok, 1 verification failed or an
+error, 2 bad usage.
+`
+
+// audit is the "sluice audit" subcommand.
+func audit(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	if len(args) == 0 {
+		fmt.Fprint(stderr, auditUsage)
+		return 2
+	}
+	switch args[0] {
+	case "verify":
+		return auditVerify(ctx, args[1:], stdout, stderr)
+	case "export":
+		return auditExport(ctx, args[1:], stdout, stderr)
+	case "report":
+		return auditReport(ctx, args[1:], stdout, stderr)
+	case "-h", "--help", "help":
+		fmt.Fprint(stdout, auditUsage)
+		return 0
+	default:
+		fmt.Fprintf(stderr, "sluice audit: unknown command %q\n%s", args[0], auditUsage)
+		return 2
+	}
+}
+
+// storeFlags are --ledger and --table, shared by every audit command.
+type storeFlags struct{ path, table *string }
+
+func addStoreFlags(fs *flag.FlagSet) storeFlags {
+	return storeFlags{
+		path:  fs.String("ledger", "sluice.db", "SQLite ledger file"),
+		table: fs.String("table", "", "DynamoDB ledger table (instead of --ledger)"),
+	}
+}
+
+// open opens the ledger read for audit; a SQLite file must exist (opening
+// would otherwise create an empty ledger that verifies).
+func (f storeFlags) open(ctx context.Context) (ledger.Store, string, error) {
+	if *f.table != "" {
+		cfg, err := awsconfig.LoadDefaultConfig(ctx)
+		if err != nil {
+			return nil, "", fmt.Errorf("aws config: %w", err)
+		}
+		d, err := ledger.OpenDynamoDB(ctx, cfg, *f.table)
+		return d, "table " + *f.table, err
+	}
+	if _, err := os.Stat(*f.path); err != nil {
+		return nil, "", fmt.Errorf("ledger %s: %w", *f.path, err)
+	}
+	s, err := ledger.OpenSQLite(ctx, *f.path)
+	return s, "ledger " + *f.path, err
+}
+
+func parseFlags(fs *flag.FlagSet, args []string, stderr io.Writer) (ok bool, code int) {
+	fs.SetOutput(stderr)
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return false, 0
+		}
+		return false, 2
+	}
+	if fs.NArg() > 0 {
+		fmt.Fprintf(stderr, "sluice audit %s: unexpected arguments %q\n", fs.Name(), fs.Args())
+		return false, 2
+	}
+	return true, 0
+}
+
+func auditVerify(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("verify", flag.ContinueOnError)
+	sf := addStoreFlags(fs)
+	if ok, code := parseFlags(fs, args, stderr); !ok {
+		return code
+	}
+	s, name, err := sf.open(ctx)
+	if err != nil {
+		fmt.Fprintf(stderr, "sluice audit verify: %v\n", err)
+		return 1
+	}
+	defer s.Close()
+	n, err := s.Verify(ctx)
+	if err != nil {
+		fmt.Fprintf(stderr, "sluice audit verify: %s: FAIL after %d good records: %v\n", name, n, err)
+		return 1
+	}
+	recs, err := s.Records(ctx)
+	if err != nil {
+		fmt.Fprintf(stderr, "sluice audit verify: %v\n", err)
+		return 1
+	}
+	decisions, lines, err := laudit.Recompute(recs)
+	if err != nil {
+		fmt.Fprintf(stderr, "sluice audit verify: %s: FAIL: %v\n", name, err)
+		return 1
+	}
+	headHash := ledger.GenesisHash
+	if len(recs) > 0 {
+		headHash = recs[len(recs)-1].Hash
+	}
+	fmt.Fprintf(stdout, "%s: %d records, chain intact, head %s\n", name, n, headHash)
+	fmt.Fprintf(stdout, "recomputed %d decisions, %d lines: every line, total, FX conversion and budget figure matches\n", decisions, lines)
+	return 0
+}
+
+// parseDate reads YYYY-MM-DD (UTC midnight) or RFC 3339.
+func parseDate(flagName, v string) (time.Time, error) {
+	if t, err := time.Parse(time.DateOnly, v); err == nil {
+		return t.UTC(), nil
+	}
+	t, err := time.Parse(time.RFC3339, v)
+	if err != nil {
+		return time.Time{}, fmt.Errorf("--%s %q: want YYYY-MM-DD or RFC 3339", flagName, v)
+	}
+	return t.UTC(), nil
+}
+
+// loadBook reads and decodes the whole chain, checking it first: an export
+// or report of a broken chain would present tampered figures as fact.
+func loadBook(ctx context.Context, sf storeFlags) (*laudit.Book, error) {
+	s, name, err := sf.open(ctx)
+	if err != nil {
+		return nil, err
+	}
+	defer s.Close()
+	if _, err := s.Verify(ctx); err != nil {
+		return nil, fmt.Errorf("%s does not verify (run sluice audit verify): %w", name, err)
+	}
+	recs, err := s.Records(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return laudit.Load(recs)
+}
+
+func auditExport(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("export", flag.ContinueOnError)
+	sf := addStoreFlags(fs)
+	format := fs.String("format", "focus", "export format (only focus)")
+	fromS := fs.String("from", "", "first charge period start included (YYYY-MM-DD or RFC 3339)")
+	toS := fs.String("to", "", "charge period starts before this are included (exclusive)")
+	out := fs.String("out", "", "output CSV file (\"-\" = stdout)")
+	account := fs.String("account", "sluice", "BillingAccountId (and BillingAccountName)")
+	if ok, code := parseFlags(fs, args, stderr); !ok {
+		return code
+	}
+	if *format != "focus" {
+		fmt.Fprintf(stderr, "sluice audit export: --format %q: only focus is supported\n", *format)
+		return 2
+	}
+	if *fromS == "" || *toS == "" || *out == "" {
+		fmt.Fprintln(stderr, "sluice audit export: --from, --to and --out are required")
+		return 2
+	}
+	from, err := parseDate("from", *fromS)
+	if err != nil {
+		fmt.Fprintf(stderr, "sluice audit export: %v\n", err)
+		return 2
+	}
+	to, err := parseDate("to", *toS)
+	if err != nil {
+		fmt.Fprintf(stderr, "sluice audit export: %v\n", err)
+		return 2
+	}
+	if !from.Before(to) {
+		fmt.Fprintf(stderr, "sluice audit export: --from %s is not before --to %s\n", *fromS, *toS)
+		return 2
+	}
+	book, err := loadBook(ctx, sf)
+	if err != nil {
+		fmt.Fprintf(stderr, "sluice audit export: %v\n", err)
+		return 1
+	}
+	var buf bytes.Buffer
+	rows, err := laudit.WriteFOCUS(&buf, book, from, to, laudit.FOCUSOptions{BillingAccountID: *account})
+	if err != nil {
+		fmt.Fprintf(stderr, "sluice audit export: %v\n", err)
+		return 1
+	}
+	if err := writeOut(*out, buf.Bytes(), stdout); err != nil {
+		fmt.Fprintf(stderr, "sluice audit export: %v\n", err)
+		return 1
+	}
+	if *out != "-" {
+		fmt.Fprintf(stdout, "wrote %d FOCUS rows (%s to %s) to %s\n", rows, from.Format(laudit.FOCUSTime), to.Format(laudit.FOCUSTime), *out)
+	}
+	return 0
+}
+
+func writeOut(path string, b []byte, stdout io.Writer) error {
+	if path == "-" || path == "" {
+		_, err := stdout.Write(b)
+		return err
+	}
+	return os.WriteFile(path, b, 0o644)
+}
+
+func auditReport(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("report", flag.ContinueOnError)
+	sf := addStoreFlags(fs)
+	monthS := fs.String("month", "", "month to report, YYYY-MM (UTC)")
+	by := fs.String("by", laudit.ByTier, "group by tier, team, provider or zone")
+	format := fs.String("format", "table", "table, csv or svg (daily spend by tier)")
+	configPath := fs.String("config", "", "configuration file with the tiers' monthly budgets (none: no budget share)")
+	out := fs.String("out", "-", "output file (\"-\" = stdout)")
+	if ok, code := parseFlags(fs, args, stderr); !ok {
+		return code
+	}
+	month, err := time.Parse("2006-01", *monthS)
+	if err != nil {
+		fmt.Fprintf(stderr, "sluice audit report: --month %q: want YYYY-MM\n", *monthS)
+		return 2
+	}
+	switch *format {
+	case "table", "csv", "svg":
+	default:
+		fmt.Fprintf(stderr, "sluice audit report: --format %q: want table, csv or svg\n", *format)
+		return 2
+	}
+	var budgets map[sluice.Tier]sluice.Money
+	if *configPath != "" {
+		cfg, err := config.Load(*configPath)
+		if err != nil {
+			fmt.Fprintf(stderr, "sluice audit report: %v\n", err)
+			return 2
+		}
+		budgets = cfg.Budgets
+	}
+	book, err := loadBook(ctx, sf)
+	if err != nil {
+		fmt.Fprintf(stderr, "sluice audit report: %v\n", err)
+		return 1
+	}
+	r, err := laudit.MonthReport(book, month, *by, budgets)
+	if err != nil {
+		fmt.Fprintf(stderr, "sluice audit report: %v\n", err)
+		if strings.Contains(err.Error(), "--by") {
+			return 2
+		}
+		return 1
+	}
+	var buf bytes.Buffer
+	switch *format {
+	case "table":
+		err = r.WriteTable(&buf)
+	case "csv":
+		err = r.WriteCSV(&buf)
+	case "svg":
+		var b []byte
+		if b, err = chart.DailySpendByTier(r); err == nil {
+			buf.Write(b)
+		}
+	}
+	if err == nil {
+		err = writeOut(*out, buf.Bytes(), stdout)
+	}
+	if err != nil {
+		fmt.Fprintf(stderr, "sluice audit report: %v\n", err)
+		return 1
+	}
+	return 0
 }

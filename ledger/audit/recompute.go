@@ -1,0 +1,255 @@
+package audit
+
+import (
+	"fmt"
+	"regexp"
+	"time"
+
+	"github.com/shopspring/decimal"
+
+	"github.com/sluicehq/sluice"
+	"github.com/sluicehq/sluice/ledger"
+)
+
+var isoCurrency = regexp.MustCompile(`^[A-Z]{3}$`)
+
+// Recompute checks every figure of a chain (given in order) against the
+// figures it was computed from, exactly, and returns the number of decisions
+// and lines checked, or a *Problem naming the first record that fails and
+// why. Per decision:
+//
+//   - every FX rate it carries has a positive rate, ISO currencies, an as-of
+//     time and a source; a line's rate is one of them;
+//   - per line: the offer it names is among the decision's offers, with the
+//     same provider, market and unit price; GPUs = Units × GPUs per unit;
+//     base_cost = unit_price × units × hours; rework_cost is 0 unless spot,
+//     and units × (rework_cost / units, at sluice.ReworkScale places)
+//     gives it back; expected_cost = base_cost + rework_cost;
+//     expected_cost_billing = expected_cost converted at the line's rate
+//     (sluice.FXTable.Convert: dividing rounds half away from zero to
+//     sluice.FXScale places);
+//   - slots_covered = Σ line slots; total_expected_cost = Σ
+//     expected_cost_billing, in the billing currency;
+//   - demand: needed = min(depth, max_slots) and slots = max(needed − live, 0)
+//     for an alarm;
+//   - budget: headroom = budget − spent, and spent is the tier's committed
+//     spend in the budget period just before the decision, replayed from the
+//     chain (decision totals trued up by failed and settled lines,
+//     ledger.TrueUps).
+//
+// Per placement: its line exists, with the same provider, market, units and
+// slots. Per release step: a settled step's accrued cost is in the
+// placement's price currency and its billed seconds are not negative.
+func Recompute(recs []ledger.Stored) (decisions, lines int, err error) {
+	book, err := Load(recs)
+	if err != nil {
+		return 0, 0, err
+	}
+	type spend struct {
+		tier      sluice.Tier
+		at        time.Time
+		committed decimal.Decimal
+	}
+	var spends []*spend
+	byID := map[string]*spend{}
+	var tu ledger.TrueUps
+	for _, r := range recs {
+		fail := func(format string, args ...any) error {
+			return &Problem{Seq: r.Seq, RecordID: r.RecordID, Reason: fmt.Sprintf(format, args...)}
+		}
+		switch r.Kind {
+		case ledger.KindDecision:
+			d := book.byID[r.RecordID]
+			rec := &d.Rec
+			if b := rec.Budget; b != nil {
+				replayed := decimal.Zero
+				for _, sp := range spends {
+					if sp.tier == b.Tier && !sp.at.Before(b.PeriodStart) && sp.at.Before(b.PeriodEnd) {
+						replayed = replayed.Add(sp.committed)
+					}
+				}
+				if !replayed.Equal(b.Spent.Amount) {
+					return decisions, lines, fail("budget spent: recorded %s, the chain before it gives %s", b.Spent.Amount, replayed)
+				}
+				if want := b.Budget.Amount.Sub(b.Spent.Amount); !want.Equal(b.Headroom.Amount) || b.Headroom.Currency != b.Budget.Currency {
+					return decisions, lines, fail("budget headroom: recorded %s, budget − spent = %s %s", b.Headroom, want, b.Budget.Currency)
+				}
+			}
+			n, err := checkDecision(rec)
+			if err != nil {
+				return decisions, lines, fail("%v", err)
+			}
+			decisions, lines = decisions+1, lines+n
+			sp := &spend{tier: rec.Profile.Tier, at: rec.DecidedAt, committed: rec.TotalExpectedCost.Amount}
+			spends = append(spends, sp)
+			byID[rec.DecisionID] = sp
+		case ledger.KindPlacement, ledger.KindRelease:
+			sp, ok := byID[r.DecisionID]
+			if !ok { // an orphan release
+				continue
+			}
+			d := book.byID[r.DecisionID]
+			if err := checkFollower(r, d); err != nil {
+				return decisions, lines, fail("%v", err)
+			}
+			linesJSON, _ := jsonOf(d.Rec.Lines)
+			delta, err := tu.Add(r.Kind, r.Body, linesJSON, d.Rec.BillingCurrency)
+			if err != nil {
+				return decisions, lines, fail("%v", err)
+			}
+			sp.committed = sp.committed.Add(delta)
+		}
+	}
+	return decisions, lines, nil
+}
+
+// checkDecision recomputes one decision's FX, lines, totals and demand; it
+// returns the number of lines checked.
+func checkDecision(rec *sluice.DecisionRecord) (int, error) {
+	for i, fx := range rec.FX {
+		switch {
+		case !fx.Rate.IsPositive():
+			return 0, fmt.Errorf("fx[%d] %s/%s: rate %s is not positive", i, fx.Base, fx.Quote, fx.Rate)
+		case !isoCurrency.MatchString(fx.Base) || !isoCurrency.MatchString(fx.Quote):
+			return 0, fmt.Errorf("fx[%d]: %q/%q are not ISO 4217 codes", i, fx.Base, fx.Quote)
+		case fx.AsOf.IsZero():
+			return 0, fmt.Errorf("fx[%d] %s/%s: no as-of time", i, fx.Base, fx.Quote)
+		case fx.Source == "":
+			return 0, fmt.Errorf("fx[%d] %s/%s: no source", i, fx.Base, fx.Quote)
+		}
+	}
+	d := rec.Demand
+	if rec.Trigger.State == sluice.StateAlarm {
+		needed := max(min(d.Depth, rec.Profile.MaxSlots), 0)
+		if d.Needed != needed || d.Slots != max(needed-d.Live, 0) {
+			return 0, fmt.Errorf("demand: needed %d slots %d recorded; depth %d, max %d, live %d give %d and %d",
+				d.Needed, d.Slots, d.Depth, rec.Profile.MaxSlots, d.Live, needed, max(needed-d.Live, 0))
+		}
+	}
+	offers := map[string]sluice.Offer{}
+	for _, o := range rec.Offers {
+		offers[o.ID] = o
+	}
+	billing := rec.BillingCurrency
+	total := sluice.Money{Amount: decimal.Zero, Currency: billing}
+	slots := 0
+	for i, l := range rec.Lines {
+		if err := checkLine(rec, offers, l); err != nil {
+			return 0, fmt.Errorf("line %d (%s): %w", i, l.OfferID, err)
+		}
+		total = total.Add(l.ExpectedCostBilling)
+		slots += l.Slots
+	}
+	if slots != rec.SlotsCovered {
+		return 0, fmt.Errorf("slots_covered: recorded %d, Σ line slots = %d", rec.SlotsCovered, slots)
+	}
+	if rec.TotalExpectedCost.IsSet() || len(rec.Lines) > 0 {
+		if rec.TotalExpectedCost.Currency != billing || !rec.TotalExpectedCost.Amount.Equal(total.Amount) {
+			return 0, fmt.Errorf("total_expected_cost: recorded %s, Σ expected_cost_billing = %s", rec.TotalExpectedCost, total)
+		}
+	}
+	return len(rec.Lines), nil
+}
+
+func checkLine(rec *sluice.DecisionRecord, offers map[string]sluice.Offer, l sluice.Line) error {
+	o, ok := offers[l.OfferID]
+	if !ok {
+		return fmt.Errorf("offer not among the decision's offers")
+	}
+	cur := l.UnitPrice.Currency
+	switch {
+	case o.Provider != l.Provider || o.Market != l.Market:
+		return fmt.Errorf("provider/market %s/%s, the offer says %s/%s", l.Provider, l.Market, o.Provider, o.Market)
+	case !o.UnitPrice.Amount.Equal(l.UnitPrice.Amount) || o.UnitPrice.Currency != cur:
+		return fmt.Errorf("unit_price: recorded %s, the offer's %s", l.UnitPrice, o.UnitPrice)
+	case l.Units <= 0:
+		return fmt.Errorf("units %d", l.Units)
+	case l.GPUs != l.Units*o.GPUsPerUnit:
+		return fmt.Errorf("gpus: recorded %d, units %d × %d GPUs per unit = %d", l.GPUs, l.Units, o.GPUsPerUnit, l.Units*o.GPUsPerUnit)
+	case !l.Hours.IsPositive():
+		return fmt.Errorf("hours %s", l.Hours)
+	}
+	units := decimal.NewFromInt(int64(l.Units))
+	if want := l.UnitPrice.Amount.Mul(units).Mul(l.Hours); !want.Equal(l.BaseCost.Amount) || l.BaseCost.Currency != cur {
+		return fmt.Errorf("base_cost: recorded %s, unit_price × units × hours = %s %s", l.BaseCost, want, cur)
+	}
+	if l.ReworkCost.Currency != cur {
+		return fmt.Errorf("rework_cost currency %s, unit price in %s", l.ReworkCost.Currency, cur)
+	}
+	if l.Market != sluice.Spot && !l.ReworkCost.Zero() {
+		return fmt.Errorf("rework_cost %s on a %s line (only spot lines carry rework)", l.ReworkCost, l.Market)
+	}
+	if per := l.ReworkCost.Amount.DivRound(units, sluice.ReworkScale); !per.Mul(units).Equal(l.ReworkCost.Amount) {
+		return fmt.Errorf("rework_cost %s is not units × a per-unit rework at %d places", l.ReworkCost, sluice.ReworkScale)
+	}
+	want := l.BaseCost.Amount.Add(l.ReworkCost.Amount)
+	if !want.Equal(l.ExpectedCost.Amount) || l.ExpectedCost.Currency != cur {
+		return fmt.Errorf("expected_cost: recorded %s, base + rework = %s %s", l.ExpectedCost, want, cur)
+	}
+	billing := rec.BillingCurrency
+	if cur == billing {
+		if l.FX != nil {
+			return fmt.Errorf("fx_rate recorded on a line already in %s", billing)
+		}
+	} else {
+		if l.FX == nil {
+			return fmt.Errorf("no fx_rate for %s → %s", cur, billing)
+		}
+		found := false
+		for _, r := range rec.FX {
+			if r.Base == l.FX.Base && r.Quote == l.FX.Quote && r.Rate.Equal(l.FX.Rate) && r.AsOf.Equal(l.FX.AsOf) && r.Source == l.FX.Source {
+				found = true
+			}
+		}
+		if !found {
+			return fmt.Errorf("fx_rate %s/%s %s is not among the decision's rates", l.FX.Base, l.FX.Quote, l.FX.Rate)
+		}
+	}
+	conv, err := toBilling(l.ExpectedCost, l, billing)
+	if err != nil {
+		return fmt.Errorf("expected_cost_billing: %w", err)
+	}
+	if !conv.Amount.Equal(l.ExpectedCostBilling.Amount) || l.ExpectedCostBilling.Currency != billing {
+		return fmt.Errorf("expected_cost_billing: recorded %s, expected_cost at the line's rate = %s", l.ExpectedCostBilling, conv)
+	}
+	return nil
+}
+
+// checkFollower checks a placement or release against its decision's line.
+func checkFollower(r ledger.Stored, d *Decision) error {
+	switch r.Kind {
+	case ledger.KindPlacement:
+		var pr ledger.PlacementRecord
+		if err := jsonInto(r.Body, &pr); err != nil {
+			return err
+		}
+		p := pr.Placement
+		if p.Line < 0 || p.Line >= len(d.Rec.Lines) {
+			return fmt.Errorf("placement of line %d: the decision has %d lines", p.Line, len(d.Rec.Lines))
+		}
+		l := d.Rec.Lines[p.Line]
+		if p.Provider != l.Provider || p.Market != l.Market || p.Units != l.Units || p.Slots != l.Slots {
+			return fmt.Errorf("placement %s/%s %d units %d slots; line %d is %s/%s %d units %d slots",
+				p.Provider, p.Market, p.Units, p.Slots, p.Line, l.Provider, l.Market, l.Units, l.Slots)
+		}
+	case ledger.KindRelease:
+		var rr ledger.ReleaseRecord
+		if err := jsonInto(r.Body, &rr); err != nil {
+			return err
+		}
+		rel := rr.Release
+		if rel.BilledSeconds < 0 {
+			return fmt.Errorf("billed_seconds %d", rel.BilledSeconds)
+		}
+		if rel.State == sluice.ReleaseReleased || rel.State == sluice.ReleaseLost {
+			if rel.Line < 0 || rel.Line >= len(d.Lines) {
+				return fmt.Errorf("release of line %d: the decision has %d lines", rel.Line, len(d.Lines))
+			}
+			p := d.Lines[rel.Line].Placement
+			if rel.AccruedCost.IsSet() && p != nil && p.Price.IsSet() && rel.AccruedCost.Currency != p.Price.Currency {
+				return fmt.Errorf("accrued_cost in %s, the placement's price in %s", rel.AccruedCost.Currency, p.Price.Currency)
+			}
+		}
+	}
+	return nil
+}
