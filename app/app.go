@@ -55,6 +55,12 @@ type Options struct {
 	FXURL string
 	// CodeVersion defaults to the build's VCS revision, or "dev".
 	CodeVersion string
+	// Placement chooses the placement broker (brokers.go); nil = from the
+	// environment (PlacementFromEnv), which defaults to the sandbox.
+	Placement *Placement
+	// AdoptAfter is reconcile's grace before adopting an unrecorded line
+	// (0 = sluice.DefaultAdoptAfter, negative = at once).
+	AdoptAfter time.Duration
 }
 
 // App is a wired main job. Close releases the ledger and the replay servers.
@@ -68,7 +74,14 @@ type App struct {
 	Ledger *ledger.SQLite
 	Policy *policy.Evaluator
 	Replay *replay.Server
+	// Broker is the sandbox broker when placement is sandboxed (nil otherwise);
+	// Placer is the broker in use (brokers.go).
 	Broker *sandbox.Broker
+	Placer sluice.Broker
+
+	placement  Placement
+	cost       func(sluice.Placement, time.Time) (sluice.Money, int64)
+	adoptAfter time.Duration
 }
 
 // Open loads the config, prepares the policy, opens the ledger and builds the
@@ -116,13 +129,18 @@ func Open(ctx context.Context, o Options) (*App, error) {
 		a.Close()
 		return nil, fmt.Errorf("opening ledger %s: %w", o.LedgerPath, err)
 	}
-	a.Broker = &sandbox.Broker{Now: o.Clock.Now}
+	if err := a.wireBroker(ctx, o); err != nil {
+		a.Close()
+		return nil, err
+	}
+	a.adoptAfter = o.AdoptAfter
 	a.Burst = &sluice.Burst{
 		Profiles: cfg.Profile,
 		Quotes:   a.collector(ctx, o),
-		Policy:   a.Policy, Ledger: a.Ledger, Broker: a.Broker, Clock: o.Clock,
+		Policy:   a.Policy, Ledger: a.Ledger, Broker: a.Placer, Clock: o.Clock,
 		BillingCurrency: cfg.BillingCurrency, FX: cfg.FX, InterruptionsPerHour: cfg.InterruptionsPerHour,
 		Budgets: cfg.Budgets, CodeVersion: o.CodeVersion,
+		Step: crashHook(a.placement.CrashAt), Cost: a.cost,
 	}
 	return a, nil
 }
