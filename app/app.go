@@ -55,6 +55,10 @@ type Options struct {
 	FXURL string
 	// CodeVersion defaults to the build's VCS revision, or "dev".
 	CodeVersion string
+	// Policy says where the policy comes from (policy.go): a directory
+	// (Policy.Dir, `--policy DIR`) or a bundle file / S3 object; zero = the
+	// SLUICE_POLICY_* environment, else the embedded policy.
+	Policy PolicySource
 	// Placement chooses the placement broker (brokers.go); nil = from the
 	// environment (PlacementFromEnv), which defaults to the sandbox.
 	Placement *Placement
@@ -117,7 +121,7 @@ func Open(ctx context.Context, o Options) (*App, error) {
 		cfg = &live
 	}
 	a := &App{Config: cfg}
-	if a.Policy, err = policy.New(ctx); err != nil {
+	if a.Policy, err = OpenPolicy(ctx, o.Policy, nil); err != nil {
 		return nil, fmt.Errorf("preparing policy: %w", err)
 	}
 	if o.ReplayDir != "" {
