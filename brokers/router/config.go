@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/sluicehq/sluice/brokers/aliyun"
+	"github.com/sluicehq/sluice/brokers/autodl"
 	"github.com/sluicehq/sluice/brokers/ec2"
 	"github.com/sluicehq/sluice/brokers/placement"
 	"github.com/sluicehq/sluice/brokers/runpod"
@@ -86,6 +87,9 @@ var builders = map[string]func(ctx context.Context, endpoint, key, secret string
 	},
 	"vast": func(_ context.Context, endpoint, key, _ string, _ config.Provider, o Options) (placement.Adapter, error) {
 		return vast.New(vast.Config{BaseURL: endpoint, APIKey: key, HTTPClient: o.HTTPClient, Now: o.Now}), nil
+	},
+	"autodl": func(_ context.Context, endpoint, key, _ string, _ config.Provider, o Options) (placement.Adapter, error) {
+		return autodl.New(autodl.Config{BaseURL: endpoint, Token: key, HTTPClient: o.HTTPClient, Now: o.Now}), nil
 	},
 }
 

@@ -1,5 +1,0 @@
-package fake
-
-import "net/http"
-
-func (s *Server) serveAutoDL(w http.ResponseWriter, r *http.Request) { http.NotFound(w, r) }
