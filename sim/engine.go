@@ -280,6 +280,7 @@ type group struct {
 	units        []int32
 	checkPending bool
 	policyKey    string
+	first        int                           // a job of the group (they share GPUs and hours)
 	last         map[offerSetKey]decisionState // the last plan's inputs, per offer set
 	blocked      map[offerSetKey]bool          // the policy allows no offer in this set
 }
@@ -288,6 +289,7 @@ type group struct {
 // fixed profile; an identical state gives an identical plan, so it is not
 // planned twice.
 type decisionState struct {
+	month            int
 	depth, live      int
 	capacity, budget int
 }
@@ -318,6 +320,7 @@ type run struct {
 	now      int64
 	seq      uint64
 	events   eventHeap
+	work     int // pending events other than alarm evaluations
 	jobs     []jobState
 	global   fifo
 	groups   []*group
@@ -365,6 +368,9 @@ func (s *Simulator) Run(ctx context.Context, st Strategy, ownedGPUs int) (Result
 			return Result{}, err
 		}
 		e := r.events.pop()
+		if e.kind != evCheck {
+			r.work--
+		}
 		r.now = e.t
 		if err := r.handle(e); err != nil {
 			return Result{}, err
@@ -391,6 +397,9 @@ func (r *run) at(m int64) time.Time     { return r.t0.Add(time.Duration(m) * tim
 func (r *run) push(e event) {
 	r.seq++
 	e.seq = r.seq
+	if e.kind != evCheck {
+		r.work++
+	}
 	r.events.push(e)
 }
 
@@ -418,7 +427,7 @@ func (r *run) groupOf(i int) int32 {
 		p.CheckpointIntervalMinutes = st.CheckpointIntervalMinutes
 	}
 	g := int32(len(r.groups))
-	r.groups = append(r.groups, &group{profile: p, policyKey: policyKey(p), blocked: map[offerSetKey]bool{}, last: map[offerSetKey]decisionState{}})
+	r.groups = append(r.groups, &group{profile: p, policyKey: policyKey(p), first: i, blocked: map[offerSetKey]bool{}, last: map[offerSetKey]decisionState{}})
 	r.groupIdx[key] = g
 	return g
 }
@@ -650,10 +659,22 @@ func (r *run) decide(gi int32) error {
 		r.dispatchUnits(gi)
 	}
 	// Still in ALARM: evaluate again after one period, unless no offer can
-	// ever be allowed for this queue (policy refuses the whole set).
+	// ever be allowed for this queue (policy refuses the whole set). When
+	// nothing else is pending (no job running or arriving, no unit to end),
+	// only a price change can change the answer: the next evaluation is then
+	// at the next price epoch, or never.
 	if g.nWaiting > 0 && allowed && !g.checkPending {
-		g.checkPending = true
-		r.push(event{t: r.now + int64(r.s.p.Settings.AlarmPeriod/time.Minute), kind: evCheck, a: gi})
+		next := r.now + int64(r.s.p.Settings.AlarmPeriod/time.Minute)
+		if r.work == 0 {
+			next = -1
+			if e := epoch + 1; e < len(r.s.p.Prices.Epochs) {
+				next = max(r.minute(r.s.p.Prices.Epochs[e].From), r.now+1)
+			}
+		}
+		if next > 0 {
+			g.checkPending = true
+			r.push(event{t: next, kind: evCheck, a: gi})
+		}
 	}
 	return nil
 }
@@ -669,7 +690,7 @@ func (r *run) liveSlots(g *group) int {
 }
 
 // reserve is reservation-first's capacity-block decision: when the group's
-// waiting work fills k ≥ 1 slots for a whole term, it plans k slots of term
+// waiting jobs fill k ≥ 1 slots for a whole term, it plans k slots of term
 // hours over reserved and on-demand offers (the planner bills a block its
 // whole term, on-demand the same hours) and the backlog runs on what is bought.
 func (r *run) reserve(gi int32, epoch int, now time.Time) error {
@@ -679,8 +700,21 @@ func (r *run) reserve(gi int32, epoch int, now time.Time) error {
 	if len(set.terms) == 0 {
 		return nil
 	}
-	term := set.terms[0]
-	slots := int(g.waitMinutes / int64(term*60))
+	// The shortest term that holds a job; a slot of it runs ⌊term ÷ job
+	// hours⌋ jobs back to back, and k such slots are wanted while the
+	// waiting jobs fill them.
+	minutes := r.s.p.Jobs[g.first].Minutes
+	term := 0
+	for _, t := range set.terms {
+		if int64(t)*60 >= minutes {
+			term = t
+			break
+		}
+	}
+	if term == 0 {
+		return nil
+	}
+	slots := g.nWaiting / int(int64(term)*60/minutes)
 	if slots < 1 {
 		return nil
 	}
@@ -706,7 +740,7 @@ func (r *run) plan(gi int32, k offerSetKey, p sluice.QueueProfile, depth, live i
 		g.blocked[k] = true
 		return false, nil
 	}
-	st := decisionState{depth: depth, live: live, capacity: r.capVer, budget: r.spendVer}
+	st := decisionState{month: now.Year()*12 + int(now.Month()), depth: depth, live: live, capacity: r.capVer, budget: r.spendVer}
 	if last, ok := g.last[k]; ok && last == st {
 		r.skipped++
 		return true, nil

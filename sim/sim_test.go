@@ -442,3 +442,24 @@ func TestTracesRegenerate(t *testing.T) {
 		}
 	}
 }
+
+// TestUnservableJobEnds: an 8-GPU job, a 4-GPU owned pool and only 4-GPU
+// elastic units (the planner refuses them: unit-too-small). The alarm stops
+// re-evaluating once nothing else can change, the run ends, and the job is
+// reported as unfinished rather than waited for forever.
+func TestUnservableJobEnds(t *testing.T) {
+	cfg := loadConfig(t)
+	jobs, err := sim.ParseTrace(strings.NewReader("submit,job,gpus,hours,checkpointable,data_class,tier,team\n"+
+		"2026-12-01T00:00:00Z,big,8,2,true,public,elastic,research\n"+
+		"2026-12-01T00:10:00Z,small,4,1,true,public,elastic,research\n"), "two")
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := newSim(t, cfg, jobs, dirPrices(t, cfg, "prices-weekend"), 1).Run(context.Background(), sim.OnDemandBurst, 4)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.Unfinished != 1 || r.Jobs != 1 || r.Makespan != 70*time.Minute || r.JobsElastic != 0 {
+		t.Errorf("unfinished %d, jobs %d, makespan %s, elastic %d; want 1, 1, 1h10m, 0", r.Unfinished, r.Jobs, r.Makespan, r.JobsElastic)
+	}
+}
