@@ -463,3 +463,26 @@ func TestUnservableJobEnds(t *testing.T) {
 		t.Errorf("unfinished %d, jobs %d, makespan %s, elastic %d; want 1, 1, 1h10m, 0", r.Unfinished, r.Jobs, r.Makespan, r.JobsElastic)
 	}
 }
+
+// TestReservationFirst: in the deadline spike the backlog covers a capacity
+// block's 24-hour term, so reservation-first buys blocks (billed whole terms:
+// 13.80 USD × 24 h per block), which the on-demand strategy never does.
+func TestReservationFirst(t *testing.T) {
+	cfg := loadConfig(t)
+	rs := runAll(t, newSim(t, cfg, loadTrace(t, "deadline.csv"), dirPrices(t, cfg, "prices-spike"), 1), 16)
+	var reserved sim.CostLine
+	for _, l := range byStrategy(rs, sim.ReservationFirst).Elastic {
+		if l.Market == sluice.Reserved {
+			reserved = l
+		}
+	}
+	blocks := reserved.GPUHours.Div(decimal.NewFromInt(8 * 24))
+	if !blocks.IsInteger() || !blocks.IsPositive() || !reserved.Cost.Amount.Equal(blocks.Mul(decimal.RequireFromString("331.2"))) {
+		t.Errorf("reserved line %+v: want whole 24-hour blocks at 331.2 USD each", reserved)
+	}
+	for _, l := range byStrategy(rs, sim.OnDemandBurst).Elastic {
+		if l.Market != sluice.OnDemand {
+			t.Errorf("on-demand strategy bought %s", l.Market)
+		}
+	}
+}

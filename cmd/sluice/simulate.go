@@ -48,7 +48,7 @@ func simulate(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	tracePath := fs.String("trace", "", "job trace CSV (sim/README.md)")
 	configPath := fs.String("config", "sluice.yaml", "Sluice configuration (billing currency, FX, budgets, interruption rates)")
 	simPath := fs.String("sim", "", "simulation settings YAML (default: sim.yaml next to the trace)")
-	pricesDir := fs.String("prices", "", "price history: a replay directory (testdata/replay) or a directory of price CSVs")
+	pricesDir := fs.String("prices", "testdata/replay", "price history: a replay directory or a directory of price CSVs (sim/README.md)")
 	fixed := fs.Int("fixed-gpus", -1, "owned-pool size in GPUs")
 	sweep := fs.String("sweep", "", "owned-pool sizes A:B:STEP (instead of --fixed-gpus)")
 	var strategies strategyFlag
@@ -69,8 +69,8 @@ func simulate(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	if fs.NArg() > 0 {
 		return fail(2, "unexpected arguments %q", fs.Args())
 	}
-	if *tracePath == "" || *pricesDir == "" {
-		return fail(2, "--trace and --prices are required")
+	if *tracePath == "" {
+		return fail(2, "--trace is required")
 	}
 	if *format != "table" && *format != "csv" && *format != "svg" {
 		return fail(2, "--format %q: want table, csv or svg", *format)

@@ -77,7 +77,7 @@ func TestSimulateBadInput(t *testing.T) {
 		args []string
 		want string
 	}{
-		{[]string{"simulate", "--prices", simDir + "prices-weekend", "--fixed-gpus", "8"}, "--trace and --prices are required"},
+		{[]string{"simulate", "--prices", simDir + "prices-weekend", "--fixed-gpus", "8"}, "--trace is required"},
 		{simArgs("weekend.csv", simDir+"prices-weekend"), "one of --fixed-gpus"},
 		{simArgs("weekend.csv", simDir+"prices-weekend", "--fixed-gpus", "8", "--sweep", "0:8:4"), "exclude each other"},
 		{simArgs("weekend.csv", simDir+"prices-weekend", "--sweep", "8:0:4"), "A ≤ B"},
