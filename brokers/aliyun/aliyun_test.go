@@ -43,7 +43,7 @@ func TestSpotLimitFourDecimalsRoundedDown(t *testing.T) {
 	}
 	insts := srv.Instances("aliyun")
 	if len(insts) != 1 || insts[0].Bid != "12.345" || insts[0].Market != "spot" || insts[0].Token != dec+"-l0" ||
-		insts[0].Tags[placement.TagDecision] != dec || insts[0].Region != "cn-beijing-h" {
+		insts[0].Tags[placement.TagDecision] != dec || insts[0].Zone != "cn-beijing-h" || insts[0].Region != "cn-beijing" {
 		t.Fatalf("fake: %+v", insts)
 	}
 	if p.BidSent != "12.345" || p.BidDecided.String() != "12.3456 CNY" || p.Price.String() != "12.3 CNY" || p.ExternalIDs[0] != insts[0].ID {

@@ -82,7 +82,7 @@ func aliyunInstance(i *Instance) map[string]any {
 		status = "Stopped"
 	}
 	strategy := "NoSpot"
-	m := map[string]any{"InstanceId": i.ID, "InstanceName": i.Name, "InstanceType": i.SKU, "ZoneId": i.Region, "Status": status,
+	m := map[string]any{"InstanceId": i.ID, "InstanceName": i.Name, "InstanceType": i.SKU, "RegionId": i.Region, "ZoneId": i.Zone, "Status": status,
 		"InstanceChargeType": "PostPaid", "CreationTime": i.LaunchedAt.Format("2006-01-02T15:04Z"), "Tags": map[string]any{"Tag": tags}}
 	if i.Market == "spot" {
 		strategy = "SpotWithPriceLimit"
@@ -180,7 +180,7 @@ func (s *Server) aliyunRun(w http.ResponseWriter, r *http.Request, q map[string]
 	var ids []string
 	for range amount {
 		i := &Instance{Provider: "aliyun", ID: s.nextIDLocked("i-bp"), Token: token, Name: first(q["InstanceName"]), Tags: aliyunTags(q),
-			Market: market, SKU: typ, Region: zone, Bid: limit, Price: priceFor(fault, hit, price), Currency: "CNY", Group: group}
+			Market: market, SKU: typ, Region: first(q["RegionId"]), Zone: zone, Bid: limit, Price: priceFor(fault, hit, price), Currency: "CNY", Group: group}
 		s.addLocked(i)
 		ids = append(ids, i.ID)
 	}
@@ -202,10 +202,11 @@ func (s *Server) aliyunDescribe(w http.ResponseWriter, q map[string][]string) {
 		}
 	}
 	want := aliyunTags(q)
+	region := first(q["RegionId"])
 	s.mu.Lock()
 	var out []map[string]any
 	for _, i := range s.st.Instances {
-		if i.Provider != "aliyun" || !i.Running() { // deleted instances are gone from ECS
+		if i.Provider != "aliyun" || !i.Running() || i.Region != region { // deleted instances are gone from ECS
 			continue
 		}
 		if len(ids) > 0 && !contains(ids, i.ID) {

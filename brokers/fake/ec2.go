@@ -191,6 +191,23 @@ func ec2InstanceXML(i *Instance) string {
 	return b.String()
 }
 
+// sigRegion is the region of a SigV4 request (the credential scope
+// "Credential=AKID/<date>/<region>/ec2/aws4_request"), "" when absent.
+func sigRegion(r *http.Request) string {
+	_, cred, ok := strings.Cut(r.Header.Get("Authorization"), "Credential=")
+	if !ok {
+		return ""
+	}
+	parts := strings.Split(cred, "/")
+	if len(parts) < 3 {
+		return ""
+	}
+	return parts[2]
+}
+
+// azRegion is the region of an availability zone ("us-east-1a" → "us-east-1").
+func azRegion(az string) string { return strings.TrimRight(az, "abcdefghijklmnopqrstuvwxyz") }
+
 func (s *Server) serveEC2(w http.ResponseWriter, r *http.Request) {
 	if err := r.ParseForm(); err != nil {
 		ec2Error(w, 400, "MalformedQueryString", err.Error())
@@ -271,7 +288,7 @@ func (s *Server) ec2Run(w http.ResponseWriter, r *http.Request) {
 	market := f.Get("InstanceMarketOptions.MarketType")
 	az := f.Get("Placement.AvailabilityZone")
 	if az == "" {
-		az = "us-east-1a"
+		az = sigRegion(r) + "a"
 	}
 	price, ok := s.priceLocked("aws", typ)
 	if !ok {
@@ -373,11 +390,12 @@ func (s *Server) ec2Describe(w http.ResponseWriter, r *http.Request) {
 		ids[r.Form.Get(k)] = true
 	}
 	filters := ec2Filters(r.Form)
+	region := sigRegion(r)
 	s.mu.Lock()
 	groups := map[string][]*Instance{}
 	var order []string
 	for _, i := range s.st.Instances {
-		if i.Provider != "aws" || (len(ids) > 0 && !ids[i.ID]) || !matchFilters(filters, i.Token, i.State, i.Tags) {
+		if i.Provider != "aws" || azRegion(i.Region) != region || (len(ids) > 0 && !ids[i.ID]) || !matchFilters(filters, i.Token, i.State, i.Tags) {
 			continue
 		}
 		if _, ok := groups[i.Group]; !ok {
@@ -513,7 +531,7 @@ func (s *Server) ec2DescribeReservations(w http.ResponseWriter, r *http.Request)
 	var b strings.Builder
 	b.WriteString("<capacityReservationSet>")
 	for _, res := range s.st.Reservations {
-		if (len(ids) > 0 && !ids[res.ID]) || !matchFilters(filters, "", res.State, res.Tags) {
+		if azRegion(res.AZ) != sigRegion(r) || (len(ids) > 0 && !ids[res.ID]) || !matchFilters(filters, "", res.State, res.Tags) {
 			continue
 		}
 		b.WriteString(reservationXML("item", res))

@@ -89,7 +89,9 @@ type Instance struct {
 	Market string            `json:"market"` // spot, on-demand, capacity-block
 	SKU    string            `json:"sku"`
 	Region string            `json:"region,omitempty"`
-	GPUs   int               `json:"gpus"`
+	// Zone is the availability zone where the provider has both (Alibaba).
+	Zone string `json:"zone,omitempty"`
+	GPUs int    `json:"gpus"`
 	// Bid is the bid text as received ("" when none).
 	Bid string `json:"bid,omitempty"`
 	// Price is what the instance is billed per unit-hour (decimal text).
