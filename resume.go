@@ -225,6 +225,22 @@ func (b *Burst) carryOut(ctx context.Context, rec *DecisionRecord, resuming bool
 			continue
 		}
 		p.DecisionID, p.Line, p.Queue = rec.DecisionID, i, rec.Trigger.Queue
+		if p.Error == "" {
+			// A look-up may not know what the line asked for: the record
+			// always says which offer and how many slots the capacity serves.
+			if p.ClientToken == "" {
+				p.ClientToken = ClientToken(rec.DecisionID, i)
+			}
+			if p.OfferID == "" {
+				p.OfferID = line.OfferID
+			}
+			if p.Units == 0 {
+				p.Units = line.Units
+			}
+			if p.Slots == 0 {
+				p.Slots = line.Slots
+			}
+		}
 		if mismatch != nil && p.Error == "" {
 			// Held capacity that fails the checks is recorded (it exists and
 			// bills) with class price-mismatch, then released at once.
