@@ -30,6 +30,7 @@ func burst(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	replayDir := fs.String("replay", "", "serve recorded provider responses from DIR on loopback instead of calling the providers")
 	ledgerPath := fs.String("ledger", "sluice.db", "SQLite ledger file")
 	asJSON := fs.Bool("json", false, "print the decision record as JSON")
+	policyDir := fs.String("policy", "", "policy directory to decide with instead of the embedded policy (it must pass its own Rego tests)")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return 0
@@ -68,7 +69,7 @@ func burst(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		}
 	}
 	a, err := app.Open(ctx, app.Options{Config: cfg, ReplayDir: *replayDir, LedgerPath: *ledgerPath, Clock: clock,
-		FXURL: os.Getenv("SLUICE_FX_URL")})
+		FXURL: os.Getenv("SLUICE_FX_URL"), Policy: app.PolicySource{Dir: *policyDir}})
 	if err != nil {
 		fmt.Fprintf(stderr, "sluice burst: %v\n", err)
 		if app.IsBadInput(err) {
