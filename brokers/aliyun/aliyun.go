@@ -442,15 +442,18 @@ func (a *Adapter) Find(ctx context.Context, decisionID string, lineNo int) (slui
 	return sluice.Placement{}, false, nil
 }
 
-func (a *Adapter) regionOf(p sluice.Placement) string {
+// regionsOf are the regions to look for p's instances in: the offer's
+// region, or every configured region when p carries no ECS offer id (an
+// orphan found by reconcile).
+func (a *Adapter) regionsOf(p sluice.Placement) []string {
 	if ref, err := ParseOfferID(p.OfferID); err == nil {
-		return ref.Region
+		return []string{ref.Region}
 	}
-	return a.cfg.Regions[0]
+	return a.cfg.Regions
 }
 
 // Release deletes p's instances (DeleteInstances, Force=true). Confirmed when
-// ECS accepted the deletion or no longer knows the instances.
+// ECS accepted the deletion, or no searched region knows the instances.
 func (a *Adapter) Release(ctx context.Context, p sluice.Placement) (sluice.ReleaseResult, error) {
 	if len(p.ExternalIDs) == 0 {
 		return sluice.ReleaseResult{Confirmed: true, At: a.cfg.Now().UTC()}, nil
@@ -459,13 +462,16 @@ func (a *Adapter) Release(ctx context.Context, p sluice.Placement) (sluice.Relea
 	for n, id := range p.ExternalIDs {
 		v.Set("InstanceId."+strconv.Itoa(n+1), id)
 	}
-	_, err := a.api.Call(ctx, "DeleteInstances", a.regionOf(p), v)
-	var ae *APIError
-	if errors.As(err, &ae) && strings.HasPrefix(ae.Code, "InvalidInstanceId.NotFound") {
-		err = nil
-	}
-	if err != nil {
-		return sluice.ReleaseResult{}, err
+	for _, region := range a.regionsOf(p) {
+		_, err := a.api.Call(ctx, "DeleteInstances", region, v)
+		var ae *APIError
+		if errors.As(err, &ae) && strings.HasPrefix(ae.Code, "InvalidInstanceId.NotFound") {
+			continue
+		}
+		if err != nil {
+			return sluice.ReleaseResult{}, err
+		}
+		break
 	}
 	return sluice.ReleaseResult{Confirmed: true, At: a.cfg.Now().UTC()}, nil
 }

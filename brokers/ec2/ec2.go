@@ -411,41 +411,46 @@ func (a *Adapter) describe(ctx context.Context, api API, filters []types.Filter)
 	return out, nil
 }
 
-// regionOf finds the region of a placement from its offer id, else the first
-// configured region.
-func (a *Adapter) regionOf(p sluice.Placement) string {
+// regionsOf are the regions to look for p's instances in: the offer's
+// region, or every configured region when p carries no EC2 offer id (an
+// orphan found by reconcile).
+func (a *Adapter) regionsOf(p sluice.Placement) []string {
 	if ref, err := parseOfferID(sluice.Line{OfferID: p.OfferID}); err == nil {
-		return ref.Region
+		return []string{ref.Region}
 	}
-	return a.cfg.Regions[0]
+	return a.cfg.Regions
 }
 
 // Release terminates p's instances. Confirmed when every instance answers
-// shutting-down or terminated (EC2 stops billing at shutting-down); At is the
-// time of the answer.
+// shutting-down or terminated (EC2 stops billing at shutting-down), or no
+// searched region knows it (InvalidInstanceID.NotFound); At is the time of
+// the answer.
 func (a *Adapter) Release(ctx context.Context, p sluice.Placement) (sluice.ReleaseResult, error) {
 	if len(p.ExternalIDs) == 0 {
 		return sluice.ReleaseResult{Confirmed: true, At: a.cfg.Now().UTC()}, nil
 	}
-	out, err := a.client(a.regionOf(p)).TerminateInstances(ctx, &sdkec2.TerminateInstancesInput{InstanceIds: p.ExternalIDs})
-	if err != nil {
-		var ae interface{ ErrorCode() string }
-		if errors.As(err, &ae) && ae.ErrorCode() == "InvalidInstanceID.NotFound" {
-			return sluice.ReleaseResult{Confirmed: true, At: a.cfg.Now().UTC()}, nil
+	for _, region := range a.regionsOf(p) {
+		out, err := a.client(region).TerminateInstances(ctx, &sdkec2.TerminateInstancesInput{InstanceIds: p.ExternalIDs})
+		if err != nil {
+			var ae interface{ ErrorCode() string }
+			if errors.As(err, &ae) && ae.ErrorCode() == "InvalidInstanceID.NotFound" {
+				continue // not in this region (or long gone)
+			}
+			return sluice.ReleaseResult{}, classify("TerminateInstances", err)
 		}
-		return sluice.ReleaseResult{}, classify("TerminateInstances", err)
-	}
-	gone := map[string]bool{}
-	for _, c := range out.TerminatingInstances {
-		if c.CurrentState != nil && (c.CurrentState.Name == types.InstanceStateNameTerminated || c.CurrentState.Name == types.InstanceStateNameShuttingDown) {
-			gone[aws.ToString(c.InstanceId)] = true
+		gone := map[string]bool{}
+		for _, c := range out.TerminatingInstances {
+			if c.CurrentState != nil && (c.CurrentState.Name == types.InstanceStateNameTerminated || c.CurrentState.Name == types.InstanceStateNameShuttingDown) {
+				gone[aws.ToString(c.InstanceId)] = true
+			}
 		}
+		confirmed := true
+		for _, id := range p.ExternalIDs {
+			confirmed = confirmed && gone[id]
+		}
+		return sluice.ReleaseResult{Confirmed: confirmed, At: a.cfg.Now().UTC()}, nil
 	}
-	confirmed := true
-	for _, id := range p.ExternalIDs {
-		confirmed = confirmed && gone[id]
-	}
-	return sluice.ReleaseResult{Confirmed: confirmed, At: a.cfg.Now().UTC()}, nil
+	return sluice.ReleaseResult{Confirmed: true, At: a.cfg.Now().UTC()}, nil
 }
 
 // Instances lists every not-terminated instance with a sluice:decision tag

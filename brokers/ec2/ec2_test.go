@@ -239,3 +239,29 @@ func TestBilling(t *testing.T) {
 		t.Fatalf("billing %s %s", g, m)
 	}
 }
+
+// Reconcile releases an orphan from its Instance alone (no offer id): the
+// adapter searches every region, and only a region that has the instance
+// terminates it.
+func TestReleaseOrphanInAnotherRegion(t *testing.T) {
+	srv := fake.New()
+	hs := httptest.NewServer(srv.Handler("aws"))
+	defer hs.Close()
+	a, err := New(context.Background(), Config{Endpoint: hs.URL, AccessKeyID: "AKID", SecretAccessKey: "s", Regions: []string{"us-east-1", "us-west-2"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	line := spotLine("12.5")
+	line.OfferID = "aws:us-west-2:us-west-2b:p4d.24xlarge:spot"
+	if _, err := a.Place(context.Background(), dec, 0, line, bid.Limits{}); err != nil {
+		t.Fatal(err)
+	}
+	list, err := a.Instances(context.Background())
+	if err != nil || len(list) != 1 {
+		t.Fatalf("instances: %+v %v", list, err)
+	}
+	res, err := a.Release(context.Background(), sluice.Placement{Provider: "aws", ExternalIDs: []string{list[0].ExternalID}})
+	if err != nil || !res.Confirmed || srv.Running("aws") != 0 {
+		t.Fatalf("release: %+v %v, running %d", res, err, srv.Running("aws"))
+	}
+}

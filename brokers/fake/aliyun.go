@@ -258,7 +258,7 @@ func (s *Server) aliyunDelete(w http.ResponseWriter, r *http.Request, q map[stri
 	}
 	for _, id := range ids {
 		i := s.findLocked("aliyun", id)
-		if i == nil || !i.Running() {
+		if i == nil || !i.Running() || i.Region != first(q["RegionId"]) {
 			s.mu.Unlock()
 			aliyunError(w, 404, "InvalidInstanceId.NotFound", "The specified InstanceId does not exist.")
 			return

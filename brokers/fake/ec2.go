@@ -436,7 +436,7 @@ func (s *Server) ec2Terminate(w http.ResponseWriter, r *http.Request) {
 	b.WriteString("<instancesSet>")
 	for _, id := range ids {
 		i := s.findLocked("aws", id)
-		if i == nil {
+		if i == nil || azRegion(i.Region) != sigRegion(r) {
 			s.mu.Unlock()
 			ec2Error(w, 400, "InvalidInstanceID.NotFound", "The instance ID '"+id+"' does not exist")
 			return
