@@ -12,10 +12,12 @@ import (
 	"time"
 
 	awsconfig "github.com/aws/aws-sdk-go-v2/config"
+	"github.com/aws/aws-sdk-go-v2/service/s3"
 
 	"github.com/sluicehq/sluice"
 	"github.com/sluicehq/sluice/config"
 	"github.com/sluicehq/sluice/ledger"
+	"github.com/sluicehq/sluice/ledger/archive"
 	laudit "github.com/sluicehq/sluice/ledger/audit"
 	"github.com/sluicehq/sluice/ledger/audit/chart"
 )
@@ -30,6 +32,9 @@ commands:
   report   a month's spend, GPU-hours, cost per GPU-hour, queue wait and budget share
            sluice audit report --month YYYY-MM [--by tier|team|provider|zone] [--format table|csv|svg]
                                [--config FILE] [--out FILE] [--ledger PATH | --table NAME]
+  archive  copy closed hours of the chain to S3 as NDJSON batches with chained digests,
+           then verify the whole archive
+           sluice audit archive --bucket NAME [--prefix P] [--path-style] [--ledger PATH | --table NAME]
 
 DATE is YYYY-MM-DD (UTC midnight) or RFC 3339; --to is exclusive. --table reads a
 DynamoDB ledger with the AWS SDK's default configuration (AWS_REGION, credentials,
@@ -50,6 +55,8 @@ func audit(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return auditExport(ctx, args[1:], stdout, stderr)
 	case "report":
 		return auditReport(ctx, args[1:], stdout, stderr)
+	case "archive":
+		return auditArchive(ctx, args[1:], stdout, stderr)
 	case "-h", "--help", "help":
 		fmt.Fprint(stdout, auditUsage)
 		return 0
@@ -293,5 +300,57 @@ func auditReport(ctx context.Context, args []string, stdout, stderr io.Writer) i
 		fmt.Fprintf(stderr, "sluice audit report: %v\n", err)
 		return 1
 	}
+	return 0
+}
+
+func auditArchive(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("archive", flag.ContinueOnError)
+	sf := addStoreFlags(fs)
+	bucket := fs.String("bucket", "", "S3 bucket (versioned, Object Lock in compliance mode)")
+	prefix := fs.String("prefix", "", "key prefix, e.g. sluice/prod/")
+	pathStyle := fs.Bool("path-style", false, "path-style S3 addressing (S3-compatible servers)")
+	if ok, code := parseFlags(fs, args, stderr); !ok {
+		return code
+	}
+	if *bucket == "" {
+		fmt.Fprintln(stderr, "sluice audit archive: --bucket is required")
+		return 2
+	}
+	s, name, err := sf.open(ctx)
+	if err != nil {
+		fmt.Fprintf(stderr, "sluice audit archive: %v\n", err)
+		return 1
+	}
+	defer s.Close()
+	if _, err := s.Verify(ctx); err != nil {
+		fmt.Fprintf(stderr, "sluice audit archive: %s does not verify; nothing archived: %v\n", name, err)
+		return 1
+	}
+	recs, err := s.Records(ctx)
+	if err != nil {
+		fmt.Fprintf(stderr, "sluice audit archive: %v\n", err)
+		return 1
+	}
+	cfg, err := awsconfig.LoadDefaultConfig(ctx)
+	if err != nil {
+		fmt.Fprintf(stderr, "sluice audit archive: aws config: %v\n", err)
+		return 1
+	}
+	a := &archive.Archiver{S3: s3.NewFromConfig(cfg, func(o *s3.Options) { o.UsePathStyle = *pathStyle }),
+		Bucket: *bucket, Prefix: *prefix}
+	res, err := a.Archive(ctx, recs)
+	if err != nil {
+		fmt.Fprintf(stderr, "sluice audit archive: %v\n", err)
+		return 1
+	}
+	for _, d := range res.Batches {
+		fmt.Fprintf(stdout, "archived seq %d–%d (%s) to s3://%s/%s\n", d.FirstSeq, d.LastSeq, d.Hour, *bucket, d.Batch)
+	}
+	n, err := a.Verify(ctx)
+	if err != nil {
+		fmt.Fprintf(stderr, "sluice audit archive: archive does not verify: %v\n", err)
+		return 1
+	}
+	fmt.Fprintf(stdout, "archive s3://%s/%s: %d records verify; %d records of the current hour wait\n", *bucket, *prefix, n, res.Pending)
 	return 0
 }

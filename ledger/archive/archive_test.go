@@ -40,7 +40,7 @@ func decision(id, q string, at time.Time) sluice.DecisionRecord {
 		Trigger: sluice.Trigger{Queue: q, State: sluice.StateOK, StateChangeTime: at},
 		Profile: sluice.QueueProfile{Queue: q, Tier: sluice.TierEmergency, HoursPerSlot: decimal.NewFromInt(1)},
 		Demand:  sluice.Demand{Queue: q, Hours: decimal.NewFromInt(1)}, BillingCurrency: "USD",
-		Plan:    sluice.Plan{TotalExpectedCost: sluice.MustMoney("0", "USD")}}
+		Plan: sluice.Plan{TotalExpectedCost: sluice.MustMoney("0", "USD")}}
 }
 
 func appendAt(t *testing.T, s *ledger.SQLite, id string, at time.Time) {
