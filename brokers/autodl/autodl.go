@@ -148,7 +148,10 @@ func ParseEnvelope(op string, status int, body []byte) (gjson.Result, error) {
 }
 
 // Adapter is the AutoDL placement.Adapter.
-type Adapter struct{ cfg Config }
+type Adapter struct {
+	cfg   Config
+	locks placement.Locks
+}
 
 var _ placement.Adapter = (*Adapter)(nil)
 
@@ -294,6 +297,7 @@ func (a *Adapter) Place(ctx context.Context, decisionID string, lineNo int, line
 		return p, fmt.Errorf("autodl %s: %s line of %d units: AutoDL sells pay-as-you-go only: %w", p.ClientToken, line.Market, line.Units, sluice.ErrQuota)
 	}
 	name := placement.Name(decisionID, lineNo)
+	defer a.locks.Lock(p.ClientToken)()
 	dep, found, err := a.deployment(ctx, name)
 	if err != nil {
 		return p, err

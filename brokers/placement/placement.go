@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"regexp"
 	"strconv"
+	"sync"
 	"time"
 
 	"github.com/shopspring/decimal"
@@ -196,4 +197,43 @@ func StatusClass(status int) error {
 		return sluice.ErrTransient
 	}
 	return sluice.ErrQuota
+}
+
+// Locks serialises placements of one client token inside one process, for
+// providers without an idempotency key (RunPod, Vast, AutoDL), whose
+// look-up-then-create would otherwise race when the same line is placed
+// concurrently. Across processes the ledger's recorded intent decides who
+// places. The zero value is ready to use.
+type Locks struct {
+	mu    sync.Mutex
+	locks map[string]*tokenLock
+}
+
+type tokenLock struct {
+	mu   sync.Mutex
+	refs int
+}
+
+// Lock locks token and returns its unlock function.
+func (l *Locks) Lock(token string) (unlock func()) {
+	l.mu.Lock()
+	if l.locks == nil {
+		l.locks = map[string]*tokenLock{}
+	}
+	t := l.locks[token]
+	if t == nil {
+		t = &tokenLock{}
+		l.locks[token] = t
+	}
+	t.refs++
+	l.mu.Unlock()
+	t.mu.Lock()
+	return func() {
+		t.mu.Unlock()
+		l.mu.Lock()
+		if t.refs--; t.refs == 0 {
+			delete(l.locks, token)
+		}
+		l.mu.Unlock()
+	}
 }

@@ -107,3 +107,42 @@ func TestLimitsFromTheRecordedDecision(t *testing.T) {
 		t.Fatalf("err = %v, pods %d", err, len(srv.Instances("runpod")))
 	}
 }
+
+// The same lines placed 5 times concurrently (one process, one router): one
+// set of instances at every fake provider.
+func TestConcurrentPlacementsBuyOnce(t *testing.T) {
+	r, srv := newRouter(t, nil)
+	bid := func(s string) *sluice.Money { m := usd(s); return &m }
+	lines := []sluice.Line{
+		{OfferID: "aws:us-east-1:us-east-1a:p4d.24xlarge:spot", Provider: "aws", Market: sluice.Spot, Units: 2, GPUs: 16, Slots: 2, UnitPrice: usd("12.5"), Bid: bid("12.5")},
+		{OfferID: "aliyun:cn-beijing:ecs.gn7e-c16g1.4xlarge:on-demand", Provider: "aliyun", Market: sluice.OnDemand, Units: 2, GPUs: 2, Slots: 2, UnitPrice: sluice.MustMoney("34.7", "CNY")},
+		{OfferID: "runpod:NVIDIA A100-SXM4-80GB:secure:8x:spot", Provider: "runpod", Market: sluice.Spot, Units: 2, GPUs: 16, Slots: 2, UnitPrice: usd("5.52"), Bid: bid("5.52")},
+		{OfferID: "vast:4242:bid", Provider: "vast", Market: sluice.Spot, Units: 1, GPUs: 2, Slots: 1, UnitPrice: usd("1.2"), Bid: bid("1.2")},
+		{OfferID: "autodl:beijingDC1:A100-SXM4-80GB:1x:on-demand", Provider: "autodl", Market: sluice.OnDemand, Units: 2, GPUs: 2, Slots: 2, UnitPrice: sluice.MustMoney("6.68", "CNY")},
+	}
+	errs := make(chan error, 5*len(lines))
+	done := make(chan struct{})
+	for range 5 {
+		go func() {
+			for i, l := range lines {
+				_, err := r.Place(context.Background(), dec, i, l)
+				errs <- err
+			}
+			done <- struct{}{}
+		}()
+	}
+	for range 5 {
+		<-done
+	}
+	close(errs)
+	for err := range errs {
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, l := range lines {
+		if n := len(srv.Instances(l.Provider)); n != l.Units {
+			t.Errorf("%s: %d instances, want %d", l.Provider, n, l.Units)
+		}
+	}
+}

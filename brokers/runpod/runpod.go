@@ -150,8 +150,9 @@ func ParseResponse(op string, body []byte, spot bool) (gjson.Result, error) {
 
 // Adapter is the RunPod placement.Adapter.
 type Adapter struct {
-	cfg Config
-	api API
+	cfg   Config
+	api   API
+	locks placement.Locks
 }
 
 var _ placement.Adapter = (*Adapter)(nil)
@@ -287,6 +288,7 @@ func (a *Adapter) Place(ctx context.Context, decisionID string, lineNo int, line
 	if line.Market == sluice.Reserved || line.Units < 1 {
 		return p, fmt.Errorf("runpod %s: %s line of %d units: not placeable: %w", p.ClientToken, line.Market, line.Units, sluice.ErrQuota)
 	}
+	defer a.locks.Lock(p.ClientToken)()
 	have, err := a.pods(ctx)
 	if err != nil {
 		return p, err

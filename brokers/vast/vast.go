@@ -101,7 +101,10 @@ func (e *APIError) Error() string {
 func (e *APIError) Unwrap() error { return e.class }
 
 // Adapter is the Vast.ai placement.Adapter.
-type Adapter struct{ cfg Config }
+type Adapter struct {
+	cfg   Config
+	locks placement.Locks
+}
 
 var _ placement.Adapter = (*Adapter)(nil)
 
@@ -184,6 +187,7 @@ func (a *Adapter) Place(ctx context.Context, decisionID string, lineNo int, line
 		return p, fmt.Errorf("vast %s: %s line of %d units: an ask is one machine slice, rented alone: %w", p.ClientToken, line.Market, line.Units, sluice.ErrQuota)
 	}
 	label := placement.Name(decisionID, lineNo)
+	defer a.locks.Lock(p.ClientToken)()
 	inst, found, err := a.byLabel(ctx, label)
 	if err != nil {
 		return p, err
