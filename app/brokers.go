@@ -8,6 +8,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/shopspring/decimal"
+
 	"github.com/sluicehq/sluice"
 	"github.com/sluicehq/sluice/brokers/billing"
 	"github.com/sluicehq/sluice/brokers/router"
@@ -123,8 +125,10 @@ func (a *App) wireBroker(ctx context.Context, o Options) error {
 
 // costWith prices a placement at its provider's billing granularity
 // (brokers/billing via the broker): the running time from PlacedAt to end
-// rounded up to the granularity, at least the minimum, × Price × Units
-// (billing.Rule.Cost, exact). A provider without a rule is priced per second.
+// rounded up to the granularity, at least the minimum (billing.Rule.Billed),
+// then Price × Units × seconds ÷ 3600, the division rounded half away from
+// zero to sluice.AccruedScale places (the one rounding point, as in
+// sluice.PerSecond). A provider without a rule is priced per second.
 func costWith(b billingRules) func(sluice.Placement, time.Time) (sluice.Money, int64) {
 	return func(p sluice.Placement, end time.Time) (sluice.Money, int64) {
 		g, m, err := b.Billing(p.Provider)
@@ -132,8 +136,9 @@ func costWith(b billingRules) func(sluice.Placement, time.Time) (sluice.Money, i
 			slog.Warn("no billing rule; pricing per second", "provider", p.Provider, "error", err)
 			return sluice.PerSecond(p, end)
 		}
-		c, secs := billing.Rule{Granularity: g, Minimum: m}.Cost(p.Price, p.PlacedAt, end)
-		return c.MulInt(p.Units), secs
+		secs := int64(billing.Rule{Granularity: g, Minimum: m}.Billed(p.PlacedAt, end) / time.Second)
+		amount := p.Price.Amount.Mul(decimal.NewFromInt(int64(p.Units) * secs)).DivRound(decimal.NewFromInt(3600), sluice.AccruedScale)
+		return sluice.Money{Amount: amount, Currency: p.Price.Currency}, secs
 	}
 }
 

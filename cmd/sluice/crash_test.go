@@ -17,6 +17,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/shopspring/decimal"
+
 	"github.com/sluicehq/sluice"
 	"github.com/sluicehq/sluice/ledger"
 )
@@ -325,5 +327,127 @@ func TestTimeoutAfterCreateProcess(t *testing.T) {
 	t.Logf("timeout after create: first run %s; end %s; instances ever created %d", first, c, len(f.instances(t)))
 	if c.running != 4 || len(f.instances(t)) != 4 || c.duplicates+c.orphans+c.unrecorded+c.missing != 0 {
 		t.Fatalf("%s; %d instances ever created, want 4", c, len(f.instances(t)))
+	}
+}
+
+// sluiceProcess runs the sluice binary with args against the fakes.
+func sluiceProcess(t *testing.T, bin string, f *fakeProviders, args ...string) (int, string) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, bin, args...)
+	cmd.Env = append(os.Environ(), "SLUICE_PLACEMENT=providers", "SLUICE_PLACEMENT_ENDPOINTS=aws="+f.urls["aws"], "SLUICE_FX_URL=off",
+		"AWS_ACCESS_KEY_ID=fake", "AWS_SECRET_ACCESS_KEY=fake", "AWS_REGION=us-east-1", "AWS_EC2_METADATA_DISABLED=true")
+	var out, errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	err := cmd.Run()
+	var ee *exec.ExitError
+	switch {
+	case err == nil:
+		return 0, out.String()
+	case errors.As(err, &ee):
+		return ee.ExitCode(), out.String() + errb.String()
+	}
+	t.Fatalf("sluice %s: %v\n%s%s", args[0], err, out.String(), errb.String())
+	return -1, ""
+}
+
+func (f *fakeProviders) delete(t *testing.T, path string) {
+	t.Helper()
+	req, _ := http.NewRequest(http.MethodDelete, f.urls["aws"]+path, nil)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+}
+
+// TestDrainAndReconcileProcesses: burst, then drain on the OK alarm while
+// every EC2 terminate times out (both placements stay release-pending, cost
+// accruing); reconcile after the provider recovers releases them with the
+// accrued cost at AWS's billing rule (per second, 60 s minimum); a burst
+// recorded in another ledger leaves instances that are orphans to this one,
+// and reconcile terminates and records them.
+func TestDrainAndReconcileProcesses(t *testing.T) {
+	sluiceBin, fakeBin := binaries(t)
+	dir := t.TempDir()
+	f := startFakes(t, fakeBin, dir)
+	lp := filepath.Join(dir, "ledger.db")
+	common := []string{"--config", "../../testdata/sluice.yaml", "--replay", "../../testdata/replay", "--ledger", lp}
+	if code, out := burstProcess(t, sluiceBin, f, lp, ""); code != 0 {
+		t.Fatalf("burst: %d\n%s", code, out)
+	}
+	f.post(t, "/_fake/faults", `{"kind":"terminate-timeout"}`)
+	code, out := sluiceProcess(t, sluiceBin, f, append([]string{"drain", "--event", "../../testdata/events/alarm-sns-ok.json", "--json"}, common...)...)
+	if code != 1 {
+		t.Fatalf("drain with terminate timeouts exited %d, want 1\n%s", code, out)
+	}
+	var drains []sluice.DrainReport
+	if err := json.Unmarshal([]byte(out[:strings.LastIndex(out, "]")+1]), &drains); err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	if len(drains) != 1 || len(drains[0].Pending) != 2 || len(drains[0].Released) != 0 {
+		t.Fatalf("drain: %+v", drains)
+	}
+	if c := compare(t, f, lp); c.running != 4 {
+		t.Fatalf("after timed-out terminates: %s; want 4 still running (and billing)", c)
+	}
+	time.Sleep(1100 * time.Millisecond) // cost accrues while pending
+	f.delete(t, "/_fake/faults")
+
+	// Another ledger's burst (a later alarm): its instances are orphans here.
+	raw, err := os.ReadFile("../../testdata/events/alarm-sns-burst.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	later := filepath.Join(dir, "later.json")
+	if err := os.WriteFile(later, bytes.ReplaceAll(raw, []byte("2026-11-29T10:05:00.000+0000"), []byte("2026-11-29T10:15:00.000+0000")), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	other := filepath.Join(dir, "other.db")
+	if code, out := sluiceProcess(t, sluiceBin, f, "burst", "--event", later, "--config", "../../testdata/sluice.yaml",
+		"--replay", "../../testdata/replay", "--ledger", other); code != 0 {
+		t.Fatalf("other burst: %d\n%s", code, out)
+	}
+	code, out = sluiceProcess(t, sluiceBin, f, append([]string{"reconcile", "--json"}, common...)...)
+	if code != 0 {
+		t.Fatalf("reconcile exited %d\n%s", code, out)
+	}
+	var rep sluice.ReconcileReport
+	if err := json.Unmarshal([]byte(out), &rep); err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	if len(rep.Released) != 2 || len(rep.Orphans) != 4 || len(rep.Lost) != 0 || len(rep.Pending) != 0 || len(rep.Adopted) != 0 {
+		t.Fatalf("reconcile: released %d orphans %d lost %d pending %d adopted %d\n%s",
+			len(rep.Released), len(rep.Orphans), len(rep.Lost), len(rep.Pending), len(rep.Adopted), out)
+	}
+	for _, r := range append(rep.Released, rep.Orphans...) {
+		// AWS bills per second with a 60 s minimum: Price × Units × s / 3600.
+		if r.State != sluice.ReleaseReleased || r.BilledSeconds < 60 {
+			t.Errorf("%s line %d: %s, %d s billed", r.DecisionID, r.Line, r.State, r.BilledSeconds)
+		}
+	}
+	for _, r := range rep.Released {
+		// The fake fills spot at its market price, 5.5 USD per instance-hour, read back into the placement.
+		want := decimal.RequireFromString("5.5").Mul(decimal.NewFromInt(2 * r.BilledSeconds)).DivRound(decimal.NewFromInt(3600), sluice.AccruedScale)
+		if r.AccruedCost.String() != want.String()+" USD" {
+			t.Errorf("line %d: accrued %s, want %s USD for %d s", r.Line, r.AccruedCost, want, r.BilledSeconds)
+		}
+		t.Logf("released after retry: %s line %d, %d s billed, accrued %s", r.DecisionID, r.Line, r.BilledSeconds, r.AccruedCost)
+	}
+	if c := compare(t, f, lp); c.running != 0 {
+		t.Fatalf("after reconcile: %s; want nothing running", c)
+	}
+	l, err := ledger.OpenSQLite(t.Context(), lp)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	if live, _ := l.LiveSlots(t.Context(), "train-overseas"); live != 0 {
+		t.Fatalf("live %d", live)
+	}
+	// decision + 2 placements + 2 pending + 2 released + 4 orphans × (pending + released).
+	if n, err := l.Verify(t.Context()); err != nil || n != 15 {
+		t.Fatalf("ledger: %d records, %v", n, err)
 	}
 }
