@@ -137,7 +137,7 @@ func costWith(b billingRules) func(sluice.Placement, time.Time) (sluice.Money, i
 			return sluice.PerSecond(p, end)
 		}
 		secs := int64(billing.Rule{Granularity: g, Minimum: m}.Billed(p.PlacedAt, end) / time.Second)
-		amount := p.Price.Amount.Mul(decimal.NewFromInt(int64(p.Units) * secs)).DivRound(decimal.NewFromInt(3600), sluice.AccruedScale)
+		amount := p.Price.Amount.Mul(decimal.NewFromInt(int64(p.Units)*secs)).DivRound(decimal.NewFromInt(3600), sluice.AccruedScale)
 		return sluice.Money{Amount: amount, Currency: p.Price.Currency}, secs
 	}
 }

@@ -429,7 +429,7 @@ func TestDrainAndReconcileProcesses(t *testing.T) {
 	}
 	for _, r := range rep.Released {
 		// The fake fills spot at its market price, 5.5 USD per instance-hour, read back into the placement.
-		want := decimal.RequireFromString("5.5").Mul(decimal.NewFromInt(2 * r.BilledSeconds)).DivRound(decimal.NewFromInt(3600), sluice.AccruedScale)
+		want := decimal.RequireFromString("5.5").Mul(decimal.NewFromInt(2*r.BilledSeconds)).DivRound(decimal.NewFromInt(3600), sluice.AccruedScale)
 		if r.AccruedCost.String() != want.String()+" USD" {
 			t.Errorf("line %d: accrued %s, want %s USD for %d s", r.Line, r.AccruedCost, want, r.BilledSeconds)
 		}
