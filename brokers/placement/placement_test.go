@@ -18,9 +18,9 @@ func TestCheckPrice(t *testing.T) {
 		got, want sluice.Money
 		mismatch  bool
 	}{
-		{sluice.Spot, usd("10.2"), usd("10"), false},  // exactly +2%
-		{sluice.Spot, usd("10.21"), usd("10"), true},  // above
-		{sluice.Spot, usd("5"), usd("10"), false},     // spot may fall
+		{sluice.Spot, usd("10.2"), usd("10"), false}, // exactly +2%
+		{sluice.Spot, usd("10.21"), usd("10"), true}, // above
+		{sluice.Spot, usd("5"), usd("10"), false},    // spot may fall
 		{sluice.OnDemand, usd("9.8"), usd("10"), false},
 		{sluice.OnDemand, usd("9.79"), usd("10"), true}, // below, both ways off spot
 		{sluice.OnDemand, sluice.MustMoney("10", "CNY"), usd("10"), true},
