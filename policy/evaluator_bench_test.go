@@ -147,3 +147,15 @@ func BenchmarkEvaluateEach1000(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkCompileEmbedded is the cold start of the policy: read the
+// embedded files, hash them, parse, check the sandbox, compile (strict) and
+// prepare both queries.
+func BenchmarkCompileEmbedded(b *testing.B) {
+	ctx := context.Background()
+	for b.Loop() {
+		if _, err := New(ctx); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
