@@ -42,6 +42,10 @@ type Options struct {
 	// endpoints with the recorded bodies in it, and points the real clients at them.
 	ReplayDir  string
 	LedgerPath string
+	// LedgerTable, when set, is a DynamoDB ledger table used instead of
+	// LedgerPath (functions: SLUICE_LEDGER_TABLE), through the AWS SDK's
+	// default configuration.
+	LedgerTable string
 	// Clock defaults to the wall clock.
 	Clock sluice.Clock
 	// Getenv reads credentials (default os.Getenv).
@@ -75,7 +79,9 @@ type App struct {
 
 	Config *config.Config
 	Burst  *sluice.Burst
-	Ledger *ledger.SQLite
+	// Ledger is the SQLite file at Options.LedgerPath, or the DynamoDB table
+	// Options.LedgerTable when set (app/ledger.go).
+	Ledger ledger.Store
 	Policy *policy.Evaluator
 	Replay *replay.Server
 	// Broker is the sandbox broker when placement is sandboxed (nil otherwise);
@@ -129,7 +135,7 @@ func Open(ctx context.Context, o Options) (*App, error) {
 			return nil, fmt.Errorf("starting replay servers from %s: %w", o.ReplayDir, err)
 		}
 	}
-	if a.Ledger, err = ledger.OpenSQLite(ctx, o.LedgerPath); err != nil {
+	if a.Ledger, err = openLedger(ctx, o); err != nil {
 		a.Close()
 		return nil, fmt.Errorf("opening ledger %s: %w", o.LedgerPath, err)
 	}
