@@ -14,10 +14,12 @@ package sluice
 // the provider first (token or tags) and adopts what exists; only what is
 // missing is placed, with the same token, so the provider's idempotency
 // covers a concurrent resumer too. Adopted capacity passes the same checks as
-// new capacity (checkReuse: the offer's recorded policy verdict, provider,
-// market, units, price read back against the line's bid or unit price and
-// the queue's ceiling); capacity that fails them is recorded and released at
-// once (reason price-mismatch).
+// new capacity: the policy is evaluated again on the line's offer
+// (checkAdopt), then checkReuse (provider, market, units, price read back
+// against the line's bid or unit price and the queue's ceiling); capacity
+// that fails is recorded (error class policy or price-mismatch), released at
+// once, and its line falls through like a refused one. New capacity is held
+// to checkReuse with the verdict recorded moments before.
 //
 // Ambiguous answers. A timeout, throttling or unclassified error may hide a
 // created instance, so it is never recorded as a failure (which would give
@@ -35,7 +37,8 @@ package sluice
 // record (id = first decision id + "-f1", "-f2", …, FollowUpOf = the record
 // it follows) before its lines are placed: the same intent-first rule, the
 // same stale-state guard on live slots and budget, the same idempotency on
-// its own tokens. Follow-up ids are deterministic, so a resumed trigger finds
+// its own tokens; its verdicts are the policy's as it is when the follow-up
+// is planned (its policy_revision says which). Follow-up ids are deterministic, so a resumed trigger finds
 // and resumes its follow-ups instead of planning them again. The plan's
 // quote expiry is the deadline (an offer past its ExpiresAt is refused), and
 // MaxFollowUps bounds the chain.
@@ -109,7 +112,14 @@ const (
 	ClassTransient     = "transient"
 	ClassPriceMismatch = "price-mismatch"
 	ClassBidRange      = "bid-range"
+	// ClassPolicy marks held capacity (Error "") that the policy refuses when
+	// it is adopted on a retry: recorded, then released at once.
+	ClassPolicy = "policy"
 )
+
+// ReleasePolicyRefused is the release reason of adopted capacity the current
+// policy refuses.
+const ReleasePolicyRefused = "policy-refused"
 
 // ErrorClass classifies a broker error by the error class it wraps, or "" when
 // it wraps none (an unclassified error is treated as ambiguous).
@@ -146,7 +156,7 @@ func definite(class string) bool {
 // fallsThrough reports whether a refusal of this class moves the line's
 // slots to the next candidate.
 func fallsThrough(class string) bool {
-	return class == ClassCapacity || class == ClassCapability || class == ClassPriceMismatch || class == ClassQuota
+	return class == ClassCapacity || class == ClassCapability || class == ClassPriceMismatch || class == ClassQuota || class == ClassPolicy
 }
 
 // Unavailable is the in-process cache of offers a provider refused for
@@ -243,8 +253,12 @@ func (b *Burst) carryOut(ctx context.Context, rec *DecisionRecord, resuming bool
 		}
 		if mismatch != nil && p.Error == "" {
 			// Held capacity that fails the checks is recorded (it exists and
-			// bills) with class price-mismatch, then released at once.
+			// bills) with class price-mismatch (or policy), then released at once.
 			p.ErrorClass = ClassPriceMismatch
+			var rr *refusedReuse
+			if errors.As(mismatch, &rr) {
+				p.ErrorClass = rr.Class
+			}
 		}
 		r.acted = true
 		if err := b.Ledger.AppendPlacement(ctx, p); err != nil {
@@ -270,7 +284,7 @@ func (b *Burst) carryOut(ctx context.Context, rec *DecisionRecord, resuming bool
 	}
 	var out []refusal
 	for _, p := range rec.Placements {
-		if (p.Error != "" || p.ErrorClass == ClassPriceMismatch) && fallsThrough(p.ErrorClass) && p.Line >= 0 && p.Line < len(rec.Lines) {
+		if (p.Error != "" || p.ErrorClass == ClassPriceMismatch || p.ErrorClass == ClassPolicy) && fallsThrough(p.ErrorClass) && p.Line >= 0 && p.Line < len(rec.Lines) {
 			out = append(out, refusal{rec.Lines[p.Line], p.ErrorClass})
 		}
 	}
@@ -303,7 +317,7 @@ func (b *Burst) placeLine(ctx context.Context, rec *DecisionRecord, i int, line 
 			return p, nil, fmt.Errorf("%s line %d: looking it up at %s: %v: %w", id, i, line.Provider, err, ErrUnresolved)
 		}
 		if ok {
-			return found, b.checkReuse(rec, line, found), nil
+			return found, b.checkAdopt(ctx, rec, line, found), nil
 		}
 	}
 	var last error
@@ -312,7 +326,7 @@ func (b *Burst) placeLine(ctx context.Context, rec *DecisionRecord, i int, line 
 			// The first answer was lost: the provider may hold the instance.
 			found, ok, ferr := b.Broker.Find(ctx, line.Provider, id, i)
 			if ferr == nil && ok {
-				return found, b.checkReuse(rec, line, found), nil
+				return found, b.checkAdopt(ctx, rec, line, found), nil
 			}
 		}
 		p, err := b.Broker.Place(ctx, id, i, line)
@@ -385,11 +399,42 @@ func (b *Burst) checkReuse(rec *DecisionRecord, line Line, p Placement) error {
 	return nil
 }
 
-// releaseMismatch gives back capacity that failed checkReuse at once, and
-// records the release (reason price-mismatch) when the ledger keeps releases.
+// refusedReuse is capacity held for a line that fails a check: Class is
+// ClassPriceMismatch or ClassPolicy.
+type refusedReuse struct {
+	Class string
+	Err   error
+}
+
+func (r *refusedReuse) Error() string { return r.Err.Error() }
+
+// checkAdopt is checkReuse for capacity found at the provider (adopted): the
+// policy is evaluated again now, on the offer the line bought, as it would be
+// for new capacity; the recorded verdict stands in when the evaluator fails.
+func (b *Burst) checkAdopt(ctx context.Context, rec *DecisionRecord, line Line, p Placement) error {
+	for _, o := range rec.Offers {
+		if o.ID != line.OfferID {
+			continue
+		}
+		vs, err := b.Policy.Evaluate(ctx, rec.Profile, []Offer{o}, b.Clock.Now().UTC())
+		if err == nil && len(vs) == 1 && !vs[0].Allow {
+			return &refusedReuse{ClassPolicy, fmt.Errorf("offer %s is no longer allowed by policy %s: %v", o.ID, b.Policy.Revision(), vs[0].Reasons)}
+		}
+		break
+	}
+	return b.checkReuse(rec, line, p)
+}
+
+// releaseMismatch gives back capacity that failed a check at once, and
+// records the release (reason price-mismatch or policy-refused) when the
+// ledger keeps releases.
 func (b *Burst) releaseMismatch(ctx context.Context, p Placement, why error) {
+	reason := ReleasePriceMismatch
+	if p.ErrorClass == ClassPolicy {
+		reason = ReleasePolicyRefused
+	}
 	d := &Drainer{Ledger: asReleaseLedger(b.Ledger), Broker: b.Broker, Clock: b.Clock, Cost: b.Cost}
-	_, _ = d.release(ctx, OpenPlacement{Placement: p}, ReleasePriceMismatch, why.Error())
+	_, _ = d.release(ctx, OpenPlacement{Placement: p}, reason, why.Error())
 }
 
 func asReleaseLedger(l Ledger) ReleaseLedger {
@@ -464,10 +509,15 @@ func (b *Burst) fallThrough(ctx context.Context, root *DecisionRecord, refused [
 // returned with resumed = true.
 func (b *Burst) planFollowUp(ctx context.Context, root *DecisionRecord, parent, id string, refused []refusal) (fu DecisionRecord, resumed bool, err error) {
 	now := b.Clock.Now().UTC()
+	// The same quotes (their expiry is the deadline), the policy as it is now.
+	verdicts, err := b.Policy.Evaluate(ctx, root.Profile, root.Offers, now)
+	if err != nil {
+		return fu, false, fmt.Errorf("evaluating policy for follow-up %s: %w", id, err)
+	}
 	fu = DecisionRecord{
 		Kind: "decision", DecisionID: id, FollowUpOf: parent, DecidedAt: now, Trigger: root.Trigger, Profile: root.Profile,
-		BillingCurrency: root.BillingCurrency, FX: root.FX, PolicyRevision: root.PolicyRevision, CodeVersion: b.CodeVersion,
-		Sources: root.Sources, Offers: root.Offers, Verdicts: b.excluding(root.Offers, root.Verdicts, refused, now),
+		BillingCurrency: root.BillingCurrency, FX: root.FX, PolicyRevision: b.Policy.Revision(), CodeVersion: b.CodeVersion,
+		Sources: root.Sources, Offers: root.Offers, Verdicts: b.excluding(root.Offers, verdicts, refused, now),
 	}
 	fetched := true
 	for attempt := 1; ; attempt++ {

@@ -541,3 +541,57 @@ func TestReuseGoesThroughTheSameChecks(t *testing.T) {
 		t.Fatalf("token %s", rec.FollowUps[0].Placements[0].ClientToken)
 	}
 }
+
+// denying is the test policy with one provider refused (a compliance change).
+type denying struct {
+	zonePolicy
+	provider string
+}
+
+func (d denying) Revision() string { return "test-policy-deny-" + d.provider }
+func (d denying) Evaluate(ctx context.Context, p sluice.QueueProfile, offers []sluice.Offer, now time.Time) ([]sluice.Verdict, error) {
+	vs, err := d.zonePolicy.Evaluate(ctx, p, offers, now)
+	for i, o := range offers {
+		if o.Provider == d.provider {
+			vs[i].Allow = false
+			vs[i].Reasons = append(vs[i].Reasons, sluice.Reason{Code: sluice.ReasonResidency, Rule: "test.deny", Message: d.provider + " refused"})
+		}
+	}
+	return vs, err
+}
+
+func TestAdoptedCapacityIsCheckedAgainstTheCurrentPolicy(t *testing.T) {
+	// The first process places line 0 at aws and dies before recording it;
+	// meanwhile compliance refuses aws. The retry finds the instances, the
+	// policy now refuses them: recorded (class policy), released at once
+	// (reason policy-refused), and the line falls through to runpod.
+	w := newWorld(t)
+	first := w.process(t)
+	first.burst.Step = crashAt(sluice.StepAfterPlace(1))
+	if !decideCrashing(t, first, trigger("train-overseas")) {
+		t.Fatal("did not crash")
+	}
+	second := w.process(t)
+	second.burst.Policy = denying{provider: "aws"}
+	rec, _, err := second.burst.Decide(context.Background(), trigger("train-overseas"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rec.Placements) != 1 || rec.Placements[0].ErrorClass != sluice.ClassPolicy || rec.Placements[0].Error != "" {
+		t.Fatalf("placements %+v", rec.Placements)
+	}
+	fu := rec.FollowUps
+	if len(fu) != 1 || fu[0].PolicyRevision != "test-policy-deny-aws" || fu[0].Lines[0].OfferID != "runpod-od" || rec.Outcome != sluice.StatusPlaced {
+		t.Fatalf("follow-ups %+v outcome %s", fu, rec.Outcome)
+	}
+	if n := agree(t, second); n != 1 {
+		t.Fatalf("%d orders running, want 1 (runpod; aws released)", n)
+	}
+	if live, _ := second.ledger.LiveSlots(t.Context(), "train-overseas"); live != 2 {
+		t.Fatalf("live %d, want 2", live)
+	}
+	if n, err := second.ledger.Verify(t.Context()); err != nil || n != 6 {
+		// decision, placement (policy), release-pending, released, follow-up, its placement
+		t.Fatalf("ledger: %d records, %v", n, err)
+	}
+}
