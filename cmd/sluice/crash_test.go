@@ -451,3 +451,41 @@ func TestDrainAndReconcileProcesses(t *testing.T) {
 		t.Fatalf("ledger: %d records, %v", n, err)
 	}
 }
+
+// TestKilledDuringProviderCall kills `sluice burst` (SIGKILL) while EC2 has
+// created the first line's instances but not yet answered (the fake holds
+// the response): the rerun finds them by client token and adopts them.
+func TestKilledDuringProviderCall(t *testing.T) {
+	sluiceBin, fakeBin := binaries(t)
+	dir := t.TempDir()
+	f := startFakes(t, fakeBin, dir)
+	f.post(t, "/_fake/faults", `{"kind":"timeout-after-create","times":1}`)
+	lp := filepath.Join(dir, "ledger.db")
+	cmd := exec.Command(sluiceBin, "burst", "--event", "../../testdata/events/alarm-sns-burst.json",
+		"--config", "../../testdata/sluice.yaml", "--replay", "../../testdata/replay", "--ledger", lp)
+	cmd.Env = append(os.Environ(), "SLUICE_PLACEMENT=providers", "SLUICE_PLACEMENT_ENDPOINTS=aws="+f.urls["aws"], "SLUICE_FX_URL=off",
+		"AWS_ACCESS_KEY_ID=fake", "AWS_SECRET_ACCESS_KEY=fake", "AWS_REGION=us-east-1", "AWS_EC2_METADATA_DISABLED=true")
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(time.Minute)
+	for len(f.instances(t)) == 0 {
+		if time.Now().After(deadline) {
+			_ = cmd.Process.Kill()
+			t.Fatal("no instance created within a minute")
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	_ = cmd.Process.Kill() // SIGKILL while the answer is held
+	_ = cmd.Wait()
+	killed := compare(t, f, lp)
+	code, out := burstProcess(t, sluiceBin, f, lp, "")
+	if code != 0 || !strings.Contains(out, "PLACED") {
+		t.Fatalf("rerun exited %d\n%s", code, out)
+	}
+	c := compare(t, f, lp)
+	t.Logf("killed during RunInstances: %s | rerun: %s; instances ever created %d", killed, c, len(f.instances(t)))
+	if killed.unrecorded != 2 || c.running != 4 || len(f.instances(t)) != 4 || c.duplicates+c.orphans+c.unrecorded+c.missing != 0 {
+		t.Fatalf("killed: %s; rerun: %s; %d instances ever created, want 2 unrecorded then 4 and agreement", killed, c, len(f.instances(t)))
+	}
+}
