@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"database/sql"
 	"encoding/csv"
+	"encoding/json"
 	"flag"
 	"net/http/httptest"
 	"os"
@@ -19,6 +20,7 @@ import (
 	"github.com/shopspring/decimal"
 
 	"github.com/sluicehq/sluice"
+	"github.com/sluicehq/sluice/internal/motoserver"
 	"github.com/sluicehq/sluice/ledger"
 	laudit "github.com/sluicehq/sluice/ledger/audit"
 )
@@ -350,4 +352,79 @@ func TestAuditArchive(t *testing.T) {
 	if code != 0 || strings.Contains(out, "archived seq") {
 		t.Fatalf("second run: exit %d:\n%s%s", code, out, errOut)
 	}
+}
+
+// The replay chain copied into a DynamoDB ledger (moto_server) record by
+// record through the store's own appends ends with the same head hash, and
+// `sluice audit verify --table` and `report --table` read it like the file.
+func TestAuditDynamoTable(t *testing.T) {
+	// No other test of this package uses moto; stop the server this test
+	// binary may have started (a package TestMain would be the usual place).
+	t.Cleanup(motoserver.Stop)
+	db := buildReplayLedger(t)
+	ctx := t.Context()
+	src, err := ledger.OpenSQLite(ctx, db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer src.Close()
+	recs, err := src.Records(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := motoserver.Config(t)
+	table := motoserver.Unique("audit-cli")
+	if err := ledger.CreateDynamoTable(ctx, cfg, table); err != nil {
+		t.Fatal(err)
+	}
+	d, err := ledger.OpenDynamoDB(ctx, cfg, table)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range recs {
+		switch r.Kind {
+		case ledger.KindDecision:
+			var rec sluice.DecisionRecord
+			if err := json.Unmarshal(r.Body, &rec); err != nil {
+				t.Fatal(err)
+			}
+			err = d.AppendDecision(ctx, &rec)
+		case ledger.KindPlacement:
+			var pr ledger.PlacementRecord
+			if err := json.Unmarshal(r.Body, &pr); err != nil {
+				t.Fatal(err)
+			}
+			err = d.AppendPlacement(ctx, pr.Placement)
+		case ledger.KindRelease:
+			var rr ledger.ReleaseRecord
+			if err := json.Unmarshal(r.Body, &rr); err != nil {
+				t.Fatal(err)
+			}
+			err = d.AppendRelease(ctx, rr.Release)
+		}
+		if err != nil {
+			t.Fatalf("seq %d %s: %v", r.Seq, r.RecordID, err)
+		}
+	}
+	got, err := d.Records(ctx)
+	if err != nil || len(got) != len(recs) || got[len(got)-1].Hash != recs[len(recs)-1].Hash {
+		t.Fatalf("dynamodb chain: %d records (%v), head %s; sqlite %d, head %s", len(got), err,
+			got[len(got)-1].Hash, len(recs), recs[len(recs)-1].Hash)
+	}
+	t.Setenv("AWS_ENDPOINT_URL_DYNAMODB", *cfg.BaseEndpoint)
+	t.Setenv("AWS_ACCESS_KEY_ID", "test")
+	t.Setenv("AWS_SECRET_ACCESS_KEY", "test")
+	t.Setenv("AWS_REGION", "us-east-1")
+	t.Setenv("AWS_CONFIG_FILE", os.DevNull)
+	t.Setenv("AWS_SHARED_CREDENTIALS_FILE", os.DevNull)
+	code, out, errOut := sluiceRun(t, "audit", "verify", "--table", table)
+	if code != 0 || !strings.Contains(out, "19 records, chain intact, head "+recs[len(recs)-1].Hash) {
+		t.Fatalf("verify --table: exit %d\n%s%s", code, out, errOut)
+	}
+	t.Log(strings.TrimSpace(out))
+	code, out, errOut = sluiceRun(t, "audit", "report", "--month", "2026-11", "--config", "../../testdata/sluice.yaml", "--table", table)
+	if code != 0 {
+		t.Fatalf("report --table: exit %d: %s", code, errOut)
+	}
+	golden(t, "audit-report-2026-11-tier.txt", []byte(out))
 }
