@@ -401,7 +401,11 @@ func (a *Adapter) describe(ctx context.Context, api API, filters []types.Filter)
 			return nil, classify("DescribeInstances", err)
 		}
 		for _, r := range res.Reservations {
-			out = append(out, r.Instances...)
+			for _, i := range r.Instances {
+				if aws.ToString(i.InstanceId) != "" { // an instance without an id cannot be acted on
+					out = append(out, i)
+				}
+			}
 		}
 		if aws.ToString(res.NextToken) == "" {
 			break
