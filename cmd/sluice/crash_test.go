@@ -24,8 +24,9 @@ import (
 )
 
 // The crash tests run the real binaries: `sluice burst` placing through the
-// EC2 adapter against cmd/fakeproviders (EC2 Query API on loopback, state in
-// a JSON file), killed by SLUICE_CRASH_AT at each step, then run again.
+// provider adapters (EC2; AutoDL and Alibaba for the Beijing queue) against
+// cmd/fakeproviders (the providers' wire formats on loopback, state in a
+// JSON file), killed by SLUICE_CRASH_AT at each step, then run again.
 
 var (
 	buildOnce sync.Once
@@ -104,6 +105,21 @@ func startFakes(t *testing.T, bin, dir string) *fakeProviders {
 	return f
 }
 
+// env is the environment of a sluice process placing through the fakes:
+// every provider's placement endpoint and dummy credentials.
+func (f *fakeProviders) env(crashAt string) []string {
+	var eps []string
+	for _, p := range []string{"aws", "aliyun", "runpod", "vast", "autodl"} {
+		if u := f.urls[p]; u != "" {
+			eps = append(eps, p+"="+u)
+		}
+	}
+	return append(os.Environ(), "SLUICE_PLACEMENT=providers", "SLUICE_PLACEMENT_ENDPOINTS="+strings.Join(eps, ","),
+		"SLUICE_CRASH_AT="+crashAt, "SLUICE_FX_URL=off",
+		"AWS_ACCESS_KEY_ID=fake", "AWS_SECRET_ACCESS_KEY=fake", "AWS_REGION=us-east-1", "AWS_EC2_METADATA_DISABLED=true",
+		"RUNPOD_API_KEY=fake", "VAST_API_KEY=fake", "ALIBABA_CLOUD_ACCESS_KEY_ID=fake", "ALIBABA_CLOUD_ACCESS_KEY_SECRET=fake", "AUTODL_TOKEN=fake")
+}
+
 func (f *fakeProviders) post(t *testing.T, path, body string) {
 	t.Helper()
 	resp, err := http.Post(f.urls["aws"]+path, "application/json", strings.NewReader(body))
@@ -119,10 +135,27 @@ func (f *fakeProviders) post(t *testing.T, path, body string) {
 // fakeInstance is the part of brokers/fake's Instance the test reads from
 // the state file.
 type fakeInstance struct {
-	ID    string            `json:"id"`
-	Token string            `json:"token"`
-	Tags  map[string]string `json:"tags"`
-	State string            `json:"state"`
+	Provider string `json:"provider"`
+	ID       string `json:"id"`
+	// Token is the client token (EC2, Alibaba) or the name the adapter
+	// chose ("sluice-" + client token: RunPod, Vast, AutoDL).
+	Token string `json:"token"`
+	State string `json:"state"`
+}
+
+// line is the decision id and line number an instance's token names
+// (sluice.ClientToken: "<decision id>-l<line>").
+func (i fakeInstance) line() (decision string, line int, token string) {
+	token = strings.TrimPrefix(i.Token, "sluice-")
+	k := strings.LastIndex(token, "-l")
+	if k < 0 {
+		return "", -1, token
+	}
+	n, err := strconv.Atoi(token[k+2:])
+	if err != nil {
+		return "", -1, token
+	}
+	return token[:k], n, token
 }
 
 func (f *fakeProviders) instances(t *testing.T) []fakeInstance {
@@ -146,14 +179,17 @@ func (f *fakeProviders) instances(t *testing.T) []fakeInstance {
 // burstProcess runs `sluice burst` on the overseas alarm, placing through
 // the fakes, and returns its exit status.
 func burstProcess(t *testing.T, bin string, f *fakeProviders, ledgerPath, crashAt string) (int, string) {
+	return burstEvent(t, bin, f, "alarm-sns-burst.json", ledgerPath, crashAt)
+}
+
+// burstEvent runs `sluice burst` on testdata/events/event.
+func burstEvent(t *testing.T, bin string, f *fakeProviders, event, ledgerPath, crashAt string) (int, string) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, bin, "burst", "--event", "../../testdata/events/alarm-sns-burst.json",
+	cmd := exec.CommandContext(ctx, bin, "burst", "--event", "../../testdata/events/"+event,
 		"--config", "../../testdata/sluice.yaml", "--replay", "../../testdata/replay", "--ledger", ledgerPath)
-	cmd.Env = append(os.Environ(), "SLUICE_PLACEMENT=providers", "SLUICE_PLACEMENT_ENDPOINTS=aws="+f.urls["aws"],
-		"SLUICE_CRASH_AT="+crashAt, "SLUICE_FX_URL=off",
-		"AWS_ACCESS_KEY_ID=fake", "AWS_SECRET_ACCESS_KEY=fake", "AWS_REGION=us-east-1", "AWS_EC2_METADATA_DISABLED=true")
+	cmd.Env = f.env(crashAt)
 	var out bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &out
 	err := cmd.Run()
@@ -209,9 +245,10 @@ func compare(t *testing.T, f *fakeProviders, ledgerPath string) tally {
 			continue
 		}
 		c.running++
-		key := in.Tags["sluice:decision"] + "/" + in.Tags["sluice:line"]
+		dec, line, token := in.line()
+		key := dec + "/" + strconv.Itoa(line)
 		perLine[key]++
-		if _, ok, err := l.Decision(t.Context(), in.Tags["sluice:decision"]); err != nil {
+		if _, ok, err := l.Decision(t.Context(), dec); err != nil {
 			t.Fatal(err)
 		} else if !ok {
 			c.orphans++
@@ -223,7 +260,7 @@ func compare(t *testing.T, f *fakeProviders, ledgerPath string) tally {
 			continue
 		}
 		held[key] = true
-		if perLine[key] > op.Units || in.Token != op.ClientToken {
+		if perLine[key] > op.Units || token != op.ClientToken {
 			c.duplicates++
 		}
 	}
@@ -252,6 +289,11 @@ func TestCrashMatrix(t *testing.T) {
 		sluice.StepAfterFollowUpIntent, sluice.StepAfterPlace(3), sluice.StepBeforeOutcome} {
 		matrix = append(matrix, cell{"fall-through", s})
 	}
+	// Scenario "beijing": the Beijing-only queue, AutoDL (3 containers of one
+	// deployment, found by deployment name) and Alibaba (ClientToken).
+	for _, s := range []string{sluice.StepAfterIntent, sluice.StepAfterPlace(1), sluice.StepAfterPlace(2), sluice.StepBeforeOutcome} {
+		matrix = append(matrix, cell{"beijing", s})
+	}
 	var report []string
 	for _, m := range matrix {
 		t.Run(m.scenario+"/"+m.step, func(t *testing.T) {
@@ -260,24 +302,29 @@ func TestCrashMatrix(t *testing.T) {
 			if m.scenario == "fall-through" {
 				f.post(t, "/_fake/faults", `{"kind":"capacity","times":1}`)
 			}
+			event := "alarm-sns-burst.json"
+			if m.scenario == "beijing" {
+				event = "alarm-sns-beijing.json"
+			}
 			lp := filepath.Join(dir, "ledger.db")
-			code, out := burstProcess(t, sluiceBin, f, lp, m.step)
+			code, out := burstEvent(t, sluiceBin, f, event, lp, m.step)
 			if code != 137 {
 				t.Fatalf("crash run exited %d, want 137 at %s\n%s", code, m.step, out)
 			}
 			before := compare(t, f, lp)
-			code, out = burstProcess(t, sluiceBin, f, lp, "")
+			code, out = burstEvent(t, sluiceBin, f, event, lp, "")
 			if code != 0 || !strings.Contains(out, "PLACED") {
 				t.Fatalf("rerun exited %d\n%s", code, out)
 			}
 			after := compare(t, f, lp)
-			report = append(report, fmt.Sprintf("%-12s %-22s killed: %s | rerun: %s", m.scenario, m.step, before, after))
-			if after.running != 4 || after.duplicates+after.orphans+after.unrecorded+after.missing != 0 {
-				t.Fatalf("after the rerun: %s; want 4 running and nothing else", after)
+			ever := len(f.instances(t))
+			report = append(report, fmt.Sprintf("%-12s %-22s killed: %s | rerun: %s | ever created %d", m.scenario, m.step, before, after, ever))
+			if after.running != 4 || ever != 4 || after.duplicates+after.orphans+after.unrecorded+after.missing != 0 {
+				t.Fatalf("after the rerun: %s, %d instances ever created; want 4 running, 4 ever, nothing else", after, ever)
 			}
 		})
 	}
-	t.Logf("crash matrix (instances at the fake EC2 vs the ledger):\n%s", strings.Join(report, "\n"))
+	t.Logf("crash matrix (running instances at the fake providers vs the ledger):\n%s", strings.Join(report, "\n"))
 }
 
 // TestFiveConcurrentProcesses delivers the same alarm to five `sluice burst`
@@ -336,8 +383,7 @@ func sluiceProcess(t *testing.T, bin string, f *fakeProviders, args ...string) (
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, bin, args...)
-	cmd.Env = append(os.Environ(), "SLUICE_PLACEMENT=providers", "SLUICE_PLACEMENT_ENDPOINTS=aws="+f.urls["aws"], "SLUICE_FX_URL=off",
-		"AWS_ACCESS_KEY_ID=fake", "AWS_SECRET_ACCESS_KEY=fake", "AWS_REGION=us-east-1", "AWS_EC2_METADATA_DISABLED=true")
+	cmd.Env = f.env("")
 	var out, errb bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errb
 	err := cmd.Run()
@@ -463,8 +509,7 @@ func TestKilledDuringProviderCall(t *testing.T) {
 	lp := filepath.Join(dir, "ledger.db")
 	cmd := exec.Command(sluiceBin, "burst", "--event", "../../testdata/events/alarm-sns-burst.json",
 		"--config", "../../testdata/sluice.yaml", "--replay", "../../testdata/replay", "--ledger", lp)
-	cmd.Env = append(os.Environ(), "SLUICE_PLACEMENT=providers", "SLUICE_PLACEMENT_ENDPOINTS=aws="+f.urls["aws"], "SLUICE_FX_URL=off",
-		"AWS_ACCESS_KEY_ID=fake", "AWS_SECRET_ACCESS_KEY=fake", "AWS_REGION=us-east-1", "AWS_EC2_METADATA_DISABLED=true")
+	cmd.Env = f.env("")
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
