@@ -27,6 +27,10 @@ type Options struct {
 	Endpoints map[string]string
 	// Records gives the bid limits (see Router.Records).
 	Records Records
+	// Images are the machine / container image per provider (EC2 ImageId,
+	// ECS ImageId, RunPod imageName, Vast image, AutoDL image_uuid); a
+	// provider without one uses its adapter's default.
+	Images map[string]string
 	// HTTPClient is used by the non-AWS adapters (default: 30 s timeout).
 	HTTPClient *http.Client
 	// Now is the clock (default time.Now).
@@ -82,20 +86,21 @@ var builders = map[string]func(ctx context.Context, endpoint, key, secret string
 			// not real credentials: never look the real ones up for it.
 			key, secret = "AKIDLOOPBACKFAKE", "loopback-fake"
 		}
-		return ec2.New(ctx, ec2.Config{Endpoint: endpoint, AccessKeyID: key, SecretAccessKey: secret, Regions: p.Regions, Now: o.Now})
+		return ec2.New(ctx, ec2.Config{Endpoint: endpoint, AccessKeyID: key, SecretAccessKey: secret, Regions: p.Regions,
+			ImageID: o.Images["aws"], Now: o.Now})
 	},
 	"aliyun": func(_ context.Context, endpoint, key, secret string, p config.Provider, o Options) (placement.Adapter, error) {
 		return aliyun.New(aliyun.Config{Endpoint: endpoint, AccessKeyID: key, AccessKeySecret: secret, Regions: p.Regions,
-			HTTPClient: o.HTTPClient, Now: o.Now}), nil
+			ImageID: o.Images["aliyun"], HTTPClient: o.HTTPClient, Now: o.Now}), nil
 	},
 	"runpod": func(_ context.Context, endpoint, key, _ string, _ config.Provider, o Options) (placement.Adapter, error) {
-		return runpod.New(runpod.Config{URL: endpoint, APIKey: key, HTTPClient: o.HTTPClient, Now: o.Now}), nil
+		return runpod.New(runpod.Config{URL: endpoint, APIKey: key, ImageName: o.Images["runpod"], HTTPClient: o.HTTPClient, Now: o.Now}), nil
 	},
 	"vast": func(_ context.Context, endpoint, key, _ string, _ config.Provider, o Options) (placement.Adapter, error) {
-		return vast.New(vast.Config{BaseURL: endpoint, APIKey: key, HTTPClient: o.HTTPClient, Now: o.Now}), nil
+		return vast.New(vast.Config{BaseURL: endpoint, APIKey: key, Image: o.Images["vast"], HTTPClient: o.HTTPClient, Now: o.Now}), nil
 	},
 	"autodl": func(_ context.Context, endpoint, key, _ string, _ config.Provider, o Options) (placement.Adapter, error) {
-		return autodl.New(autodl.Config{BaseURL: endpoint, Token: key, HTTPClient: o.HTTPClient, Now: o.Now}), nil
+		return autodl.New(autodl.Config{BaseURL: endpoint, Token: key, ImageUUID: o.Images["autodl"], HTTPClient: o.HTTPClient, Now: o.Now}), nil
 	},
 }
 
