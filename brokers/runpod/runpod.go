@@ -9,7 +9,8 @@
 // RunPod has no idempotency key and no tags: each unit is one pod named
 // placement.UnitName(decision, line, unit) ("sluice-dec-…-l0-u1"), and Place
 // first looks for pods of that name, so a retry buys only the units that are
-// missing. The price read back is the pod's costPerHr (USD per pod-hour =
+// missing. A definite refusal (capacity, quota, capability) part-way through
+// a line terminates the pods already made for it: a line is all or nothing. The price read back is the pod's costPerHr (USD per pod-hour =
 // per unit-hour); beyond the tolerance the pods are terminated at once
 // (*placement.MismatchError).
 //
@@ -319,6 +320,15 @@ func (a *Adapter) Place(ctx context.Context, decisionID string, lineNo int, line
 		data, err := a.api.Do(ctx, op, q, map[string]any{"input": input}, spot)
 		if err != nil {
 			p.ExternalIDs = podIDs(got)
+			if len(got) > 0 && !errors.Is(err, sluice.ErrTransient) && !errors.Is(err, context.Canceled) {
+				// A definite refusal part-way: the line is not placed, so the
+				// pods already made for it are terminated rather than left
+				// billing (a transient error keeps them for the retry to adopt).
+				if _, rerr := a.Release(ctx, p); rerr != nil {
+					return p, fmt.Errorf("%w; terminating the %d pods already made: %v", err, len(got), rerr)
+				}
+				p.ExternalIDs = nil
+			}
 			return p, err
 		}
 		pod, err := ParsePod(data.Get(op))

@@ -148,3 +148,17 @@ func TestParseOfferID(t *testing.T) {
 		}
 	}
 }
+
+// A capacity refusal on the second unit: the line is all or nothing, so the
+// first pod is terminated.
+func TestPartialLineRolledBack(t *testing.T) {
+	a, srv := newAdapter(t)
+	if _, err := a.Place(context.Background(), dec, 0, spot8("5.52", 1), bid.Limits{}); err != nil {
+		t.Fatal(err) // u0 of line 0 exists
+	}
+	srv.Fail(fake.Fault{Provider: "runpod", Kind: fake.Capacity, Times: 1})
+	p, err := a.Place(context.Background(), dec, 0, spot8("5.52", 2), bid.Limits{})
+	if !errors.Is(err, sluice.ErrInsufficientCapacity) || len(p.ExternalIDs) != 0 || srv.Running("runpod") != 0 {
+		t.Fatalf("err = %v, placement %+v, running %d", err, p, srv.Running("runpod"))
+	}
+}
