@@ -189,6 +189,9 @@ func parseListRow(rec []string) (row, bool, error) {
 	if o.GPUsPerUnit, err = strconv.Atoi(rec[6]); err != nil || o.GPUsPerUnit < 1 || o.GPUsPerUnit > sluice.MaxGPUsPerUnit {
 		return r, false, fmt.Errorf("gpus_per_unit %q: want 1..%d", rec[6], sluice.MaxGPUsPerUnit)
 	}
+	if _, err := parseDecimal(rec[7]); err != nil {
+		return r, false, fmt.Errorf("unit_price: %v", err)
+	}
 	if o.UnitPrice, err = sluice.NewMoney(rec[7], rec[8]); err != nil || !o.UnitPrice.Amount.IsPositive() {
 		return r, false, fmt.Errorf("unit_price %q %s: want a positive decimal and an ISO 4217 currency", rec[7], rec[8])
 	}
@@ -228,6 +231,9 @@ func parseKarpenterRow(rec []string, unitsFor func(string) int) (row, bool, erro
 		return r, false, fmt.Errorf("%s %q: want RFC 3339", field, at)
 	}
 	r.from = r.from.UTC()
+	if _, err := parseDecimal(rec[6]); err != nil {
+		return r, false, fmt.Errorf("on_demand_price_per_hour: %v", err)
+	}
 	price, err := sluice.NewMoney(rec[6], rec[7])
 	if err != nil || !price.Amount.IsPositive() {
 		return r, false, fmt.Errorf("on_demand_price_per_hour %q %s: want a positive decimal and a currency", rec[6], rec[7])

@@ -94,11 +94,14 @@ func ParseSettings(b []byte, name string) (*Settings, error) {
 		ExportApproved: f.Burst.ExportApproved, CheckpointIntervalMinutes: 30, MaxSlots: 100,
 		HoursPerMonth: decimal.NewFromInt(730), AlarmPeriod: 5 * time.Minute}
 	var err error
+	if _, err := parseDecimal(f.Owned.GPUMonthCost.Amount); err != nil {
+		return nil, bad("owned.gpu_month_cost.amount", "%v", err)
+	}
 	if s.OwnedGPUMonthCost, err = sluice.NewMoney(f.Owned.GPUMonthCost.Amount, f.Owned.GPUMonthCost.Currency); err != nil {
 		return nil, bad("owned.gpu_month_cost", "%v", err)
 	}
 	if h := f.Owned.HoursPerMonth; h != "" {
-		d, err := decimal.NewFromString(h)
+		d, err := parseDecimal(h)
 		if err != nil || !d.IsPositive() || d.GreaterThan(decimal.NewFromInt(744)) {
 			return nil, bad("owned.hours_per_month", "%q: want a decimal in (0, 744]", h)
 		}
@@ -123,6 +126,9 @@ func ParseSettings(b []byte, name string) (*Settings, error) {
 		s.MaxSlots = *p
 	}
 	if p := f.Burst.MaxPricePerGPUHour; p != nil {
+		if _, err := parseDecimal(p.Amount); err != nil {
+			return nil, bad("burst.max_price_per_gpu_hour.amount", "%v", err)
+		}
 		if s.MaxPricePerGPUHour, err = sluice.NewMoney(p.Amount, p.Currency); err != nil || !s.MaxPricePerGPUHour.Amount.IsPositive() {
 			return nil, bad("burst.max_price_per_gpu_hour", "want a positive amount and an ISO 4217 currency")
 		}

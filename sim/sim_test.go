@@ -334,6 +334,7 @@ func TestParseTraceErrors(t *testing.T) {
 		{"gpus", head + "2026-12-01T00:00:00Z,j,9,1,true,public,base,t\n", "gpus"},
 		{"minutes", head + "2026-12-01T00:00:00Z,j,1,0.001,true,public,base,t\n", "whole minutes"},
 		{"negative hours", head + "2026-12-01T00:00:00Z,j,1,-1,true,public,base,t\n", "hours"},
+		{"exponent", head + "2026-12-01T00:00:00Z,j,1,1e999999999,true,public,base,t\n", "plain decimal"},
 		{"ckpt", head + "2026-12-01T00:00:00Z,j,1,1,yes,public,base,t\n", "checkpointable"},
 		{"class", head + "2026-12-01T00:00:00Z,j,1,1,true,secret,base,t\n", "data_class"},
 		{"tier", head + "2026-12-01T00:00:00Z,j,1,1,true,public,gold,t\n", "tier"},
@@ -351,6 +352,7 @@ func FuzzParseTrace(f *testing.F) {
 	b, _ := os.ReadFile(filepath.Join(dir, "weekend.csv"))
 	f.Add(string(b))
 	f.Add("submit,job,gpus,hours,checkpointable,data_class,tier,team\n2026-12-01T00:00:00Z,j,1,1.5,true,public,base,t\n")
+	f.Add("submit,job,gpus,hours,checkpointable,data_class,tier,team\n2026-12-01T00:00:00Z,j,1,1e999999999,true,public,base,t\n")
 	f.Fuzz(func(t *testing.T, s string) {
 		jobs, err := sim.ParseTrace(strings.NewReader(s), "fuzz")
 		if err != nil {

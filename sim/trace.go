@@ -97,8 +97,11 @@ func ParseTrace(r io.Reader, name string) ([]Job, error) {
 			return nil, bad("gpus", "want a whole number in 1..%d (a job runs on one node)", maxJobGPUs)
 		}
 		j.GPUs = g
-		h, err := decimal.NewFromString(rec[3])
-		if err != nil || !h.IsPositive() || h.GreaterThan(decimal.NewFromInt(maxJobHours)) {
+		h, err := parseDecimal(rec[3])
+		if err != nil {
+			return nil, bad("hours", "not a plain decimal")
+		}
+		if !h.IsPositive() || h.GreaterThan(decimal.NewFromInt(maxJobHours)) {
 			return nil, bad("hours", "want a decimal in (0, %d]", maxJobHours)
 		}
 		m := h.Mul(decimal.NewFromInt(60))
