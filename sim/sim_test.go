@@ -340,6 +340,7 @@ func TestParseTraceErrors(t *testing.T) {
 		{"tier", head + "2026-12-01T00:00:00Z,j,1,1,true,public,gold,t\n", "tier"},
 		{"dup", head + "2026-12-01T00:00:00Z,j,1,1,true,public,base,t\n2026-12-01T00:00:00Z,j,1,1,true,public,base,t\n", "repeated"},
 		{"empty", head, "no jobs"},
+		{"span", head + "2026-12-01T00:00:00Z,a,1,1,true,public,base,t\n9999-12-01T00:00:00Z,b,1,1,true,public,base,t\n", "at most"},
 	} {
 		_, err := sim.ParseTrace(strings.NewReader(c.body), "x.csv")
 		if err == nil || !strings.Contains(err.Error(), c.want) || !strings.Contains(err.Error(), "x.csv") {

@@ -48,6 +48,8 @@ var TraceHeader = []string{"submit", "job", "gpus", "hours", "checkpointable", "
 const (
 	maxJobGPUs  = 8
 	maxJobHours = 720
+	// maxTraceSpan bounds first to last submit (a year and a day).
+	maxTraceSpan = 366 * 24 * time.Hour
 )
 
 var dataClasses = map[string]bool{"cn-beijing-only": true, "cn-domestic": true, "public": true}
@@ -136,5 +138,9 @@ func ParseTrace(r io.Reader, name string) ([]Job, error) {
 	slices.SortStableFunc(jobs, func(a, b Job) int {
 		return cmp.Or(a.Submit.Compare(b.Submit), cmp.Compare(a.ID, b.ID))
 	})
+	if span := jobs[len(jobs)-1].Submit.Sub(jobs[0].Submit); span > maxTraceSpan {
+		return nil, fmt.Errorf("trace %s: submits span %s (%s → %s): at most %s", name, span,
+			jobs[0].Submit.Format(time.RFC3339), jobs[len(jobs)-1].Submit.Format(time.RFC3339), maxTraceSpan)
+	}
 	return jobs, nil
 }
