@@ -136,6 +136,20 @@ func LoadPriceDir(dir string, unitsFor func(provider string) int) (*Prices, erro
 	return p, nil
 }
 
+// ParsePrices reads one price CSV (a price list or the AWS on-demand
+// history) into a history; name is used in errors. A CSV of another format
+// is an error.
+func ParsePrices(r io.Reader, name string, unitsFor func(provider string) int) (*Prices, error) {
+	rows, why, err := readPriceFile(r, name, unitsFor)
+	if err != nil {
+		return nil, err
+	}
+	if why != "" {
+		return nil, fmt.Errorf("prices %s: %s", name, why)
+	}
+	return newPrices(rows)
+}
+
 // readPriceFile reads one CSV; why is set (and rows nil) for a format it does not read.
 func readPriceFile(r io.Reader, name string, unitsFor func(string) int) (rows []row, why string, err error) {
 	cr := csv.NewReader(r)

@@ -371,11 +371,7 @@ func FuzzPriceList(f *testing.F) {
 	b, _ := os.ReadFile(filepath.Join(dir, "prices-spike", "spike.csv"))
 	f.Add(string(b))
 	f.Fuzz(func(t *testing.T, s string) {
-		d := t.TempDir()
-		if err := os.WriteFile(filepath.Join(d, "p.csv"), []byte(s), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		p, err := sim.LoadPriceDir(d, nil)
+		p, err := sim.ParsePrices(strings.NewReader(s), "fuzz", nil)
 		if err != nil {
 			return
 		}
