@@ -10,7 +10,7 @@
 #
 #   The market rules depend only on the offer's market: deny maps a market to
 #   the reasons offers in it are refused. The price rules depend only on the
-#   price: deny_price maps a price [currency, amount] to its reasons.
+#   price: deny_price maps a price's place in lib.prices to its reasons.
 package sluice.budget
 
 import rego.v1
@@ -80,19 +80,23 @@ deny[market] contains lib.reason(rego.metadata.rule(), message) if {
 	message := sprintf("market %s is not allowed for budget tier %s (allowed: %s)", [market, tier, concat(", ", sort(allowed))])
 }
 
+# ceilings are the tier's price ceilings per GPU-hour as numbers, by currency.
+ceilings := {currency: to_number(amount) | some currency, amount in limits.max_price_per_gpu_hour}
+
 # METADATA
 # title: Price above the budget tier's ceiling
 # description: The offer's price per GPU-hour is above the ceiling data/settings.json sets for the queue's budget tier in the offer's currency.
 # custom:
 #   code: budget-tier
 #   rule: budget_tier.above_tier_price
-deny_price[price] contains lib.reason(rego.metadata.rule(), message) if {
-	ceilings := limits.max_price_per_gpu_hour
-	some price in lib.prices
-	[currency, amount] := price
-	ceiling := ceilings[currency]
-	to_number(amount) > to_number(ceiling)
-	message := sprintf("price %s %s per GPU-hour is above the %s tier's ceiling of %s %s", [amount, currency, tier, ceiling, currency])
+deny_price[i] contains reasons[currency] if {
+	# One reason per currency, built once (the offer's own price is in the offer).
+	reasons := {currency: lib.reason(rego.metadata.rule(), message) |
+		some currency, ceiling in limits.max_price_per_gpu_hour
+		message := sprintf("price per GPU-hour is above the %s tier's ceiling of %s %s", [tier, ceiling, currency])
+	}
+	some i, [currency, amount] in lib.prices
+	amount > ceilings[currency]
 }
 
 # METADATA
@@ -101,10 +105,9 @@ deny_price[price] contains lib.reason(rego.metadata.rule(), message) if {
 # custom:
 #   code: budget-tier
 #   rule: budget_tier.no_ceiling_in_currency
-deny_price[price] contains lib.reason(rego.metadata.rule(), message) if {
-	ceilings := limits.max_price_per_gpu_hour
-	some price in lib.prices
-	[currency, _] := price
+deny_price[i] contains lib.reason(rego.metadata.rule(), message) if {
+	count(ceilings) > 0
+	some i, [currency, _] in lib.prices
 	not ceilings[currency]
 	message := sprintf("budget tier %s has no price ceiling in %s (data/settings.json has %s)", [tier, currency, concat(", ", sort(object.keys(ceilings)))])
 }

@@ -65,37 +65,37 @@ cases := {
 }
 
 # Price cases: the offer's price per GPU-hour (worked out by Sluice, a
-# decimal string) against the tier's ceiling in data/settings.json
+# number) against the tier's ceiling in data/settings.json
 # (elastic 40.00 CNY / 5.50 USD, emergency 22.00 CNY / 3.00 USD).
 price_cases := {
 	"emergency, 2.99 USD: allowed": {
 		"queue": {"budget_tier": "emergency"},
-		"offer": {"currency": "USD", "price_per_gpu_hour": "2.99"},
+		"offer": {"currency": "USD", "price_per_gpu_hour": 2.99},
 		"refused_by": [],
 	},
 	"emergency, exactly the ceiling 3.00 USD: allowed": {
 		"queue": {"budget_tier": "emergency"},
-		"offer": {"currency": "USD", "price_per_gpu_hour": "3"},
+		"offer": {"currency": "USD", "price_per_gpu_hour": 3},
 		"refused_by": [],
 	},
 	"emergency, 3.000000000001 USD: refused": {
 		"queue": {"budget_tier": "emergency"},
-		"offer": {"currency": "USD", "price_per_gpu_hour": "3.000000000001"},
+		"offer": {"currency": "USD", "price_per_gpu_hour": 3.000000000001},
 		"refused_by": ["budget_tier.above_tier_price"],
 	},
 	"emergency, 34.742 CNY: refused": {
 		"queue": {"budget_tier": "emergency"},
-		"offer": {"currency": "CNY", "price_per_gpu_hour": "34.742"},
+		"offer": {"currency": "CNY", "price_per_gpu_hour": 34.742},
 		"refused_by": ["budget_tier.above_tier_price"],
 	},
 	"elastic, 34.742 CNY: allowed": {
 		"queue": {"budget_tier": "elastic"},
-		"offer": {"currency": "CNY", "price_per_gpu_hour": "34.742"},
+		"offer": {"currency": "CNY", "price_per_gpu_hour": 34.742},
 		"refused_by": [],
 	},
 	"elastic, price in EUR (no ceiling in EUR): refused": {
 		"queue": {"budget_tier": "elastic"},
-		"offer": {"currency": "EUR", "price_per_gpu_hour": "1.00"},
+		"offer": {"currency": "EUR", "price_per_gpu_hour": 1.00},
 		"refused_by": ["budget_tier.no_ceiling_in_currency"],
 	},
 }
@@ -106,9 +106,9 @@ test_price[name] if {
 }
 
 test_price_message_names_the_values if {
-	c := {"queue": {"budget_tier": "emergency"}, "offer": {"currency": "USD", "price_per_gpu_hour": "3.5"}}
+	c := {"queue": {"budget_tier": "emergency"}, "offer": {"currency": "USD", "price_per_gpu_hour": 3.5}}
 	some reason in testing.verdict(c).reasons
-	reason.message == "price 3.5 USD per GPU-hour is above the emergency tier's ceiling of 3.00 USD"
+	reason.message == "price per GPU-hour is above the emergency tier's ceiling of 3.00 USD"
 	reason.title == "Price above the budget tier's ceiling"
 }
 

@@ -6,7 +6,7 @@
 #
 #   result (one verdict per offer; the tests and `sluice policy explain`):
 #     input  {"profile": {...}, "offers": [{"key", "provider", "region", "city", "market",
-#             "gpu_model", "currency", "price_per_gpu_hour"}, ...]}
+#             "gpu_model", "currency", "price_per_gpu_hour" (a number)}, ...]}
 #     result {"verdicts": {key: {"zone": "beijing" | ... | "", "reasons": [{"code", "rule", "title", "message"}, ...]}},
 #             "limits": {"max_price_per_gpu_hour": {"USD": "4.00", ...}}}
 #
@@ -14,7 +14,7 @@
 #     input  {"profile": {...}, "locations": [[provider, region, city], ...], "markets": [...],
 #             "prices": [[currency, amount], ...]}
 #     batch  {"locations": {location: {"zone", "reasons"}}, "markets": {market: reasons},
-#             "prices": {price: reasons} (only refused prices), "limits": {...}}
+#             "prices": {index in input.prices: reasons} (only refused prices), "limits": {...}}
 #
 #   An offer's reasons are those of its location, its market and its price;
 #   it is allowed when there are none. Offers are never compared with each
@@ -41,12 +41,11 @@ verdicts := {offer.key: verdict |
 	at_location := by_location
 	at_market := by_market
 	at_price := by_price
-	some offer in input.offers
+	some i, offer in input.offers
 	v := at_location[[offer.provider, offer.region, offer.city]]
 
-	# object.get takes a path: [price] is the one key price (an array).
-	price := [object.get(offer, "currency", ""), object.get(offer, "price_per_gpu_hour", "")]
-	reasons := (v.reasons | at_market[offer.market]) | object.get(at_price, [price], set())
+	# lib.prices has the offers' prices in the same order: i is this offer's.
+	reasons := (v.reasons | at_market[offer.market]) | object.get(at_price, i, set())
 	verdict := {"zone": v.zone, "reasons": reasons}
 }
 
@@ -70,5 +69,5 @@ by_market := {market: reasons |
 	reasons := (object.get(interruptibility_denials, market, set()) | object.get(budget_denials, market, set())) | object.get(suitability_denials, market, set())
 }
 
-# by_price maps each refused price [currency, amount] to its reasons.
+# by_price maps the place of each refused price in lib.prices to its reasons.
 by_price := budget.deny_price

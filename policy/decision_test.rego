@@ -16,10 +16,10 @@ queue := {
 }
 
 offers := [
-	{"key": "beijing-on-demand", "provider": "aliyun", "region": "cn-beijing", "city": "", "market": "on-demand", "gpu_model": "A100-80GB"},
-	{"key": "beijing-spot", "provider": "aliyun", "region": "cn-beijing", "city": "", "market": "spot", "gpu_model": "A100-80GB"},
-	{"key": "hangzhou-spot", "provider": "aliyun", "region": "cn-hangzhou", "city": "", "market": "spot", "gpu_model": "A100-40GB"},
-	{"key": "unmapped", "provider": "vast", "region": "QA", "city": "Doha", "market": "reserved", "gpu_model": "A100-80GB"},
+	{"key": "beijing-on-demand", "provider": "aliyun", "region": "cn-beijing", "city": "", "market": "on-demand", "gpu_model": "A100-80GB", "currency": "CNY", "price_per_gpu_hour": 20},
+	{"key": "beijing-spot", "provider": "aliyun", "region": "cn-beijing", "city": "", "market": "spot", "gpu_model": "A100-80GB", "currency": "CNY", "price_per_gpu_hour": 20},
+	{"key": "hangzhou-spot", "provider": "aliyun", "region": "cn-hangzhou", "city": "", "market": "spot", "gpu_model": "A100-40GB", "currency": "CNY", "price_per_gpu_hour": 12.5},
+	{"key": "unmapped", "provider": "vast", "region": "QA", "city": "Doha", "market": "reserved", "gpu_model": "A100-80GB", "currency": "CNY", "price_per_gpu_hour": 20},
 ]
 
 result := r if {
@@ -65,6 +65,12 @@ test_codes_match_rules if {
 			startswith(reason.rule, replace(reason.code, "-", "_"))
 		}
 	}
+}
+
+test_offer_without_a_price_is_refused if {
+	offer := {"key": "no-price", "provider": "aliyun", "region": "cn-beijing", "city": "", "market": "on-demand", "gpu_model": "A100-80GB"}
+	r := decision.result with input as {"profile": queue, "offers": [offer]}
+	{reason.rule | some reason in r.verdicts["no-price"].reasons} == {"budget_tier.no_ceiling_in_currency"}
 }
 
 test_no_offers if {

@@ -14,9 +14,9 @@
 //	                    "checkpoint_interval_minutes", "budget_tier", "gpu_models", "workload",
 //	                    "cross_node_nvlink", "local_storage_only", "storage_zone"},
 //	        "locations": [[provider, region, city], ...], "markets": ["spot", ...],
-//	        "prices": [[currency, price per GPU-hour (decimal string)], ...]}
+//	        "prices": [[currency, price per GPU-hour (number)], ...]}
 //	batch  {"locations": {location: {"zone", "reasons"}}, "markets": {market: reasons},
-//	        "prices": {price: reasons}, "limits": {"max_price_per_gpu_hour": {"USD": "4.00", ...}}}
+//	        "prices": {index in prices: reasons}, "limits": {"max_price_per_gpu_hour": {"USD": "4.00", ...}}}
 //
 // data.sluice.decision.result gives the same verdicts one offer at a time
 // (input.offers); the Rego tests, `sluice policy explain` and EvaluateEach use it.
@@ -30,6 +30,7 @@ import (
 	"cmp"
 	"context"
 	"embed"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -415,11 +416,11 @@ func (e *Evaluator) evalOffers(ctx context.Context, p sluice.QueueProfile, offer
 		if err != nil {
 			return nil, fmt.Errorf("policy result: offer %s: %w", o.ID, err)
 		}
-		rt := vo.Get(ast.InternedTerm("reasons"))
+		rt := vo.Get(resReasons)
 		if rt == nil {
 			return nil, fmt.Errorf(`policy result: offer %s: verdict has no "reasons"`, o.ID)
 		}
-		rsns, err := readReasons(rt)
+		rsns, err := readReasons(rt, nil)
 		if err != nil {
 			return nil, fmt.Errorf("policy result: offer %s: %w", o.ID, err)
 		}
@@ -456,6 +457,12 @@ var (
 	keyMarket, keyGPU     = ast.StringTerm("market"), ast.StringTerm("gpu_model")
 	keyCurrency           = ast.StringTerm("currency")
 	keyPricePerGPU        = ast.StringTerm("price_per_gpu_hour")
+
+	// Keys of the result, read for every location, market, price and reason.
+	resCode, resRule       = ast.StringTerm("code"), ast.StringTerm("rule")
+	resMessage, resTitle   = ast.StringTerm("message"), ast.StringTerm("title")
+	resZone, resReasons    = ast.StringTerm("zone"), ast.StringTerm("reasons")
+	resVerdicts, resLimits = ast.StringTerm("verdicts"), ast.StringTerm("limits")
 )
 
 // profileTerm is the queue profile as the policy reads it.
@@ -484,9 +491,6 @@ func locationTerm(l location) *ast.Term {
 	return ast.ArrayTerm(ast.StringTerm(l.provider), ast.StringTerm(l.region), ast.StringTerm(l.city))
 }
 
-func priceTerm(k priceKey) *ast.Term {
-	return ast.ArrayTerm(ast.StringTerm(k.currency), ast.StringTerm(k.amount))
-}
 
 // batchInput builds the input of Query directly as AST (no JSON or reflection).
 func batchInput(p sluice.QueueProfile, locs []location, mkts []sluice.Market, prices []priceKey) ast.Value {
@@ -499,8 +503,14 @@ func batchInput(p sluice.QueueProfile, locs []location, mkts []sluice.Market, pr
 		mt[i] = ast.StringTerm(string(m))
 	}
 	pt := make([]*ast.Term, len(prices))
+	currencies := map[string]*ast.Term{}
 	for i, k := range prices {
-		pt[i] = priceTerm(k)
+		c, ok := currencies[k.currency]
+		if !ok {
+			c = ast.StringTerm(k.currency)
+			currencies[k.currency] = c
+		}
+		pt[i] = ast.ArrayTerm(c, ast.NumberTerm(json.Number(k.amount)))
 	}
 	return ast.NewObject(
 		ast.Item(keyProfile, profileTerm(p)),
@@ -522,7 +532,7 @@ func offerTerm(key string, o sluice.Offer) *ast.Term {
 		ast.Item(keyCurrency, ast.StringTerm(o.UnitPrice.Currency)),
 	}
 	if amount, ok := PricePerGPUHour(o); ok {
-		items = append(items, ast.Item(keyPricePerGPU, ast.StringTerm(amount.String())))
+		items = append(items, ast.Item(keyPricePerGPU, ast.NumberTerm(json.Number(amount.String()))))
 	}
 	return ast.NewTerm(ast.NewObject(items...))
 }
@@ -568,6 +578,7 @@ type batchResult struct {
 // an allow. Prices within the ceilings are absent (no reasons).
 func readBatch(root ast.Object, locs []location, mkts []sluice.Market, prices []priceKey) (batchResult, error) {
 	var b batchResult
+	seen := map[*ast.Term]Reason{}
 	lobj, err := objectAt(root, "locations")
 	if err != nil {
 		return b, err
@@ -586,11 +597,11 @@ func readBatch(root ast.Object, locs []location, mkts []sluice.Market, prices []
 		if err != nil {
 			return b, fmt.Errorf("policy result: location %s/%s: %w", l.provider, l.region, err)
 		}
-		rt := vo.Get(ast.InternedTerm("reasons"))
+		rt := vo.Get(resReasons)
 		if rt == nil {
 			return b, fmt.Errorf(`policy result: location %s/%s: verdict has no "reasons"`, l.provider, l.region)
 		}
-		rs, err := readPlainReasons(rt)
+		rs, err := readPlainReasons(rt, seen)
 		if err != nil {
 			return b, fmt.Errorf("policy result: location %s/%s: %w", l.provider, l.region, err)
 		}
@@ -606,7 +617,7 @@ func readBatch(root ast.Object, locs []location, mkts []sluice.Market, prices []
 		if rt == nil {
 			return b, fmt.Errorf("policy result: no reasons for market %q", m)
 		}
-		if b.markets[i], err = readPlainReasons(rt); err != nil {
+		if b.markets[i], err = readPlainReasons(rt, seen); err != nil {
 			return b, fmt.Errorf("policy result: market %s: %w", m, err)
 		}
 	}
@@ -616,8 +627,8 @@ func readBatch(root ast.Object, locs []location, mkts []sluice.Market, prices []
 	}
 	b.prices = make([][]sluice.Reason, len(prices))
 	for i, k := range prices {
-		if rt := pobj.Get(priceTerm(k)); rt != nil {
-			if b.prices[i], err = readPlainReasons(rt); err != nil {
+		if rt := pobj.Get(ast.InternedTerm(i)); rt != nil {
+			if b.prices[i], err = readPlainReasons(rt, seen); err != nil {
 				return b, fmt.Errorf("policy result: price %s %s: %w", k.amount, k.currency, err)
 			}
 		}
@@ -632,8 +643,8 @@ type Reason struct {
 	Title string `json:"title"`
 }
 
-func readPlainReasons(t *ast.Term) ([]sluice.Reason, error) {
-	rs, err := readReasons(t)
+func readPlainReasons(t *ast.Term, seen map[*ast.Term]Reason) ([]sluice.Reason, error) {
+	rs, err := readReasons(t, seen)
 	if err != nil || len(rs) == 0 {
 		return nil, err
 	}
@@ -645,12 +656,17 @@ func readPlainReasons(t *ast.Term) ([]sluice.Reason, error) {
 }
 
 // readReasons reads a set (or array) of {"code", "rule", "title", "message"}
-// objects; title may be missing.
-func readReasons(t *ast.Term) ([]Reason, error) {
+// objects; title may be missing. seen (may be nil) caches reasons already
+// read, by term: the policy hands the same reason term to many prices.
+func readReasons(t *ast.Term, seen map[*ast.Term]Reason) ([]Reason, error) {
 	var reasons []Reason
 	var rerr error
 	each := func(r *ast.Term) {
 		if rerr != nil {
+			return
+		}
+		if x, ok := seen[r]; ok {
+			reasons = append(reasons, x)
 			return
 		}
 		ro, ok := r.Value.(ast.Object)
@@ -668,13 +684,16 @@ func readReasons(t *ast.Term) ([]Reason, error) {
 		if x.Message, rerr = stringAt(ro, "message"); rerr != nil {
 			return
 		}
-		if tt := ro.Get(ast.InternedTerm("title")); tt != nil {
+		if tt := ro.Get(resTitle); tt != nil {
 			s, ok := tt.Value.(ast.String)
 			if !ok {
 				rerr = fmt.Errorf(`"title" is %v, not a string`, tt)
 				return
 			}
 			x.Title = string(s)
+		}
+		if seen != nil {
+			seen[r] = x
 		}
 		reasons = append(reasons, x)
 	}
@@ -741,7 +760,7 @@ func readLimits(root ast.Object) (Limits, error) {
 }
 
 func objectAt(obj ast.Object, key string) (ast.Object, error) {
-	t := obj.Get(ast.StringTerm(key))
+	t := obj.Get(keyTerm(key))
 	if t == nil {
 		return nil, fmt.Errorf("policy result: no %q", key)
 	}
@@ -753,7 +772,7 @@ func objectAt(obj ast.Object, key string) (ast.Object, error) {
 }
 
 func stringAt(obj ast.Object, key string) (string, error) {
-	t := obj.Get(ast.StringTerm(key))
+	t := obj.Get(keyTerm(key))
 	if t == nil {
 		return "", fmt.Errorf("no %q", key)
 	}
@@ -762,6 +781,35 @@ func stringAt(obj ast.Object, key string) (string, error) {
 		return "", fmt.Errorf("%q is %v, not a string", key, t)
 	}
 	return string(s), nil
+}
+
+// keyTerm returns the prepared term of a result key (no allocation).
+func keyTerm(key string) *ast.Term {
+	switch key {
+	case "code":
+		return resCode
+	case "rule":
+		return resRule
+	case "message":
+		return resMessage
+	case "title":
+		return resTitle
+	case "zone":
+		return resZone
+	case "reasons":
+		return resReasons
+	case "verdicts":
+		return resVerdicts
+	case "limits":
+		return resLimits
+	case "locations":
+		return keyLocations
+	case "markets":
+		return keyMarkets
+	case "prices":
+		return keyPrices
+	}
+	return ast.StringTerm(key)
 }
 
 // storeOf is the in-memory store of policy data (tests and checks).

@@ -15,12 +15,15 @@ locations := {[offer.provider, offer.region, offer.city] | some offer in input.o
 
 markets := {offer.market | some offer in input.offers} | {market | some market in input.markets}
 
-# prices are the distinct prices per GPU-hour [currency, amount] of the
-# offers, from input.offers and input.prices. Sluice works the amount out in
-# Go (the unit price divided by the GPUs per unit, rounded up at 12 decimal
-# places) and sends it as a decimal string; the policy only compares it
-# (to_number compares decimals exactly).
-prices := {[offer.currency, offer.price_per_gpu_hour] | some offer in input.offers} | {price | some price in input.prices}
+# prices are the prices per GPU-hour the price rules check, an array of
+# [currency, amount]: input.prices when Sluice sends them (each distinct
+# price once), else one per offer of input.offers, in the same order. Sluice
+# works the amount out in Go (the unit price divided by the GPUs per unit,
+# rounded up at 12 decimal places) and sends it as a number; the policy only
+# compares it (Rego compares decimal numbers exactly).
+prices := input.prices if {
+	input.prices
+} else := [[object.get(offer, "currency", ""), object.get(offer, "price_per_gpu_hour", null)] | some offer in input.offers]
 
 # reason builds one refusal from the METADATA of the deny rule that fired:
 # the code, rule and title come from the rule's METADATA block, the message

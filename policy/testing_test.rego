@@ -32,7 +32,7 @@ base_offer := {
 	"market": "on-demand",
 	"gpu_model": "A100-80GB",
 	"currency": "USD",
-	"price_per_gpu_hour": "2.50",
+	"price_per_gpu_hour": 2.50,
 }
 
 # decide(c) is the decision for a case: {"queue": {...}, "offer": {...}}
