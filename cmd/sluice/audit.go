@@ -157,8 +157,9 @@ func parseDate(flagName, v string) (time.Time, error) {
 	return t.UTC(), nil
 }
 
-// loadBook reads and decodes the whole chain, checking it first: an export
-// or report of a broken chain would present tampered figures as fact.
+// loadBook reads and decodes the whole chain, checking it first (chain and
+// recomputation): an export or report of a broken chain would present
+// tampered figures as fact.
 func loadBook(ctx context.Context, sf storeFlags) (*laudit.Book, error) {
 	s, name, err := sf.open(ctx)
 	if err != nil {
@@ -171,6 +172,9 @@ func loadBook(ctx context.Context, sf storeFlags) (*laudit.Book, error) {
 	recs, err := s.Records(ctx)
 	if err != nil {
 		return nil, err
+	}
+	if _, _, err := laudit.Recompute(recs); err != nil {
+		return nil, fmt.Errorf("%s does not recompute (run sluice audit verify): %w", name, err)
 	}
 	return laudit.Load(recs)
 }

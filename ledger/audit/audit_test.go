@@ -2,6 +2,7 @@ package audit
 
 import (
 	"encoding/json"
+	"errors"
 	"math/rand/v2"
 	"os"
 	"strings"
@@ -186,3 +187,32 @@ func FuzzSumOrder(f *testing.F) {
 		}
 	})
 }
+
+// FuzzRecompute: any body, as a decision and as a placement after it, is
+// either recomputed or refused with a Problem; never a panic.
+func FuzzRecompute(f *testing.F) {
+	b, err := os.ReadFile("../testdata/decision.canonical.json")
+	if err != nil {
+		f.Fatal(err)
+	}
+	p, _ := os.ReadFile("../testdata/placement-failed.canonical.json")
+	f.Add(b, p)
+	f.Add([]byte(`{"decision_id":"d","lines":[{"units":0}]}`), []byte(`{"placement":{"decision_id":"d","line":0,"error":"x"}}`))
+	f.Fuzz(func(t *testing.T, body, follower []byte) {
+		var m struct {
+			DecisionID string `json:"decision_id"`
+		}
+		json.Unmarshal(body, &m)
+		recs := []ledger.Stored{
+			{Seq: 1, Kind: ledger.KindDecision, RecordID: m.DecisionID, DecisionID: m.DecisionID, Body: body},
+			{Seq: 2, Kind: ledger.KindPlacement, RecordID: m.DecisionID + "/placement/0", DecisionID: m.DecisionID, Body: follower},
+		}
+		_, _, err := Recompute(recs)
+		var pr *Problem
+		if err != nil && !errorsAs(err, &pr) {
+			t.Fatalf("error is not a *Problem: %v", err)
+		}
+	})
+}
+
+func errorsAs(err error, target any) bool { return errors.As(err, target) }

@@ -2,7 +2,9 @@ package audit
 
 import (
 	"fmt"
+	"maps"
 	"regexp"
+	"slices"
 	"time"
 
 	"github.com/shopspring/decimal"
@@ -61,6 +63,9 @@ func Recompute(recs []ledger.Stored) (decisions, lines int, err error) {
 		case ledger.KindDecision:
 			d := book.byID[r.RecordID]
 			rec := &d.Rec
+			if err := inRange(rec); err != nil {
+				return decisions, lines, fail("%v", err)
+			}
 			if b := rec.Budget; b != nil {
 				replayed := decimal.Zero
 				for _, sp := range spends {
@@ -103,9 +108,59 @@ func Recompute(recs []ledger.Stored) (decisions, lines int, err error) {
 	return decisions, lines, nil
 }
 
+// Bounds of a believable recorded decimal: an exponent within ±MaxExponent
+// and a coefficient of at most MaxCoefficientBits bits (about 77 digits).
+// A tampered body with "1e999999999" would otherwise make exact addition
+// build a billion-digit number; it is refused as out of range instead.
+const (
+	MaxExponent        = 64
+	MaxCoefficientBits = 256
+)
+
+// inRange checks every decimal of a decision against the bounds above.
+func inRange(rec *sluice.DecisionRecord) error {
+	check := func(what string, d decimal.Decimal) error {
+		if e := d.Exponent(); e > MaxExponent || e < -MaxExponent || d.Coefficient().BitLen() > MaxCoefficientBits {
+			// Not d.String(): that would write out every digit.
+			return fmt.Errorf("%s is out of range (exponent %d, %d-bit coefficient)", what, d.Exponent(), d.Coefficient().BitLen())
+		}
+		return nil
+	}
+	ds := map[string]decimal.Decimal{"total_expected_cost": rec.TotalExpectedCost.Amount, "demand.hours": rec.Demand.Hours}
+	if b := rec.Budget; b != nil {
+		ds["budget.budget"], ds["budget.spent"], ds["budget.headroom"] = b.Budget.Amount, b.Spent.Amount, b.Headroom.Amount
+	}
+	for i, fx := range rec.FX {
+		ds[fmt.Sprintf("fx[%d].rate", i)] = fx.Rate
+	}
+	for i, o := range rec.Offers {
+		ds[fmt.Sprintf("offers[%d].unit_price", i)] = o.UnitPrice.Amount
+	}
+	for i, l := range rec.Lines {
+		p := fmt.Sprintf("lines[%d].", i)
+		ds[p+"unit_price"], ds[p+"hours"], ds[p+"base_cost"] = l.UnitPrice.Amount, l.Hours, l.BaseCost.Amount
+		ds[p+"rework_cost"], ds[p+"expected_cost"], ds[p+"expected_cost_billing"] = l.ReworkCost.Amount, l.ExpectedCost.Amount, l.ExpectedCostBilling.Amount
+		if l.FX != nil {
+			ds[p+"fx_rate.rate"] = l.FX.Rate
+		}
+		if l.Bid != nil {
+			ds[p+"bid"] = l.Bid.Amount
+		}
+	}
+	for _, k := range slices.Sorted(maps.Keys(ds)) {
+		if err := check(k, ds[k]); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // checkDecision recomputes one decision's FX, lines, totals and demand; it
 // returns the number of lines checked.
 func checkDecision(rec *sluice.DecisionRecord) (int, error) {
+	if err := inRange(rec); err != nil {
+		return 0, err
+	}
 	for i, fx := range rec.FX {
 		switch {
 		case !fx.Rate.IsPositive():
@@ -238,6 +293,9 @@ func checkFollower(r ledger.Stored, d *Decision) error {
 			return err
 		}
 		rel := rr.Release
+		if a := rel.AccruedCost.Amount; a.Exponent() > MaxExponent || a.Exponent() < -MaxExponent || a.Coefficient().BitLen() > MaxCoefficientBits {
+			return fmt.Errorf("accrued_cost is out of range")
+		}
 		if rel.BilledSeconds < 0 {
 			return fmt.Errorf("billed_seconds %d", rel.BilledSeconds)
 		}
