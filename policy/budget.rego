@@ -89,14 +89,15 @@ ceilings := {currency: to_number(amount) | some currency, amount in limits.max_p
 # custom:
 #   code: budget-tier
 #   rule: budget_tier.above_tier_price
-deny_price[i] contains reasons[currency] if {
+deny_price[i] contains reason if {
 	# One reason per currency, built once (the offer's own price is in the offer).
-	reasons := {currency: lib.reason(rego.metadata.rule(), message) |
-		some currency, ceiling in limits.max_price_per_gpu_hour
-		message := sprintf("price per GPU-hour is above the %s tier's ceiling of %s %s", [tier, ceiling, currency])
+	reasons := {cur: reason |
+		some cur, ceiling in limits.max_price_per_gpu_hour
+		reason := lib.reason(rego.metadata.rule(), sprintf("price per GPU-hour is above the %s tier's ceiling of %s %s", [tier, ceiling, cur]))
 	}
 	some i, [currency, amount] in lib.prices
 	amount > ceilings[currency]
+	reason := reasons[currency]
 }
 
 # METADATA

@@ -491,7 +491,6 @@ func locationTerm(l location) *ast.Term {
 	return ast.ArrayTerm(ast.StringTerm(l.provider), ast.StringTerm(l.region), ast.StringTerm(l.city))
 }
 
-
 // batchInput builds the input of Query directly as AST (no JSON or reflection).
 func batchInput(p sluice.QueueProfile, locs []location, mkts []sluice.Market, prices []priceKey) ast.Value {
 	lt := make([]*ast.Term, len(locs))

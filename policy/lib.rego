@@ -21,9 +21,10 @@ markets := {offer.market | some offer in input.offers} | {market | some market i
 # works the amount out in Go (the unit price divided by the GPUs per unit,
 # rounded up at 12 decimal places) and sends it as a number; the policy only
 # compares it (Rego compares decimal numbers exactly).
-prices := input.prices if {
-	input.prices
-} else := [[object.get(offer, "currency", ""), object.get(offer, "price_per_gpu_hour", null)] | some offer in input.offers]
+prices := object.get(input, "prices", offer_prices)
+
+# offer_prices are the prices of input.offers, in order (null when an offer has none).
+offer_prices := [[object.get(offer, "currency", ""), object.get(offer, "price_per_gpu_hour", null)] | some offer in input.offers]
 
 # reason builds one refusal from the METADATA of the deny rule that fired:
 # the code, rule and title come from the rule's METADATA block, the message
