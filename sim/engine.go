@@ -321,6 +321,7 @@ type run struct {
 	seq      uint64
 	events   eventHeap
 	work     int // pending events other than alarm evaluations
+	offerBuf []sluice.Offer
 	jobs     []jobState
 	global   fifo
 	groups   []*group
@@ -747,8 +748,10 @@ func (r *run) plan(gi int32, k offerSetKey, p sluice.QueueProfile, depth, live i
 	}
 	g.last[k] = st
 
-	offers := make([]sluice.Offer, len(set.offers))
-	copy(offers, set.offers)
+	// One buffer per run: MakePlan keeps no reference to its offers (the
+	// plan copies what it needs), so the next decision may overwrite them.
+	r.offerBuf = append(r.offerBuf[:0], set.offers...)
+	offers := r.offerBuf
 	for i := range offers {
 		o := &offers[i]
 		o.UnitsAvailable = max(o.UnitsAvailable-r.inUse[o.ID], 0)
