@@ -30,11 +30,14 @@ type Params struct {
 	Budgets map[sluice.Tier]sluice.Money
 	// Seed seeds the spot interruptions (math/rand/v2 PCG).
 	Seed uint64
+	// NoVerdictCache evaluates policy at every decision (the cache's test).
+	NoVerdictCache bool
 }
 
 // Simulator runs strategies over one trace. Policy verdicts are cached per
 // (policy-relevant profile, offer set): a verdict depends on nothing else
-// (policy/evaluator.go input), so the cache changes no decision.
+// (policy/evaluator.go input; the policy reads no time), so the cache changes
+// no decision — TestVerdictCacheChangesNothing runs with and without it.
 type Simulator struct {
 	p       Params
 	offers  map[offerSetKey]*offerSet
@@ -124,7 +127,7 @@ func (s *Simulator) offerSet(k offerSetKey) *offerSet {
 // policy evaluator, and reuses the answer.
 func (s *Simulator) verdicts(ctx context.Context, k offerSetKey, p sluice.QueueProfile, pkey string, now time.Time) ([]sluice.Verdict, error) {
 	vk := verdictKey{set: k, profile: pkey}
-	if v, ok := s.verdict[vk]; ok {
+	if v, ok := s.verdict[vk]; ok && !s.p.NoVerdictCache {
 		return v, nil
 	}
 	v, err := s.p.Policy.Evaluate(ctx, p, s.offerSet(k).offers, now)

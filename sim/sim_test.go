@@ -485,3 +485,32 @@ func TestReservationFirst(t *testing.T) {
 		}
 	}
 }
+
+// TestVerdictCacheChangesNothing: evaluating policy at every decision gives
+// byte-identical results to the cached verdicts.
+func TestVerdictCacheChangesNothing(t *testing.T) {
+	cfg := loadConfig(t)
+	st, err := sim.LoadSettings(filepath.Join(dir, "sim.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	jobs, prices := loadTrace(t, "deadline.csv"), dirPrices(t, cfg, "prices-spike")
+	out := func(noCache bool) ([]byte, int) {
+		s, err := sim.New(sim.Params{Jobs: jobs, Prices: prices, Settings: st, Policy: evaluator(t),
+			BillingCurrency: cfg.BillingCurrency, FX: cfg.FX, InterruptionsPerHour: cfg.InterruptionsPerHour,
+			Budgets: cfg.Budgets, Seed: 1, NoVerdictCache: noCache})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var b bytes.Buffer
+		if err := sim.WriteCSV(&b, runAll(t, s, 16), "USD"); err != nil {
+			t.Fatal(err)
+		}
+		return b.Bytes(), s.PolicyEvaluations
+	}
+	cached, n1 := out(false)
+	uncached, n2 := out(true)
+	if !bytes.Equal(cached, uncached) || n2 <= n1 {
+		t.Errorf("cached (%d evaluations) and uncached (%d) runs differ", n1, n2)
+	}
+}
