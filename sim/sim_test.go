@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"flag"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -512,5 +513,54 @@ func TestVerdictCacheChangesNothing(t *testing.T) {
 	uncached, n2 := out(true)
 	if !bytes.Equal(cached, uncached) || n2 <= n1 {
 		t.Errorf("cached (%d evaluations) and uncached (%d) runs differ", n1, n2)
+	}
+}
+
+// TestPolicyDecides: what may be bought is the production policy's answer.
+// Beijing-only data gets only Beijing capacity (residency); a job that
+// cannot checkpoint never gets spot (interruptibility).
+func TestPolicyDecides(t *testing.T) {
+	cfg := loadConfig(t)
+	prices := replayPrices(t, cfg)
+	var b strings.Builder
+	b.WriteString("submit,job,gpus,hours,checkpointable,data_class,tier,team\n")
+	for i := range 6 {
+		fmt.Fprintf(&b, "2026-11-02T09:00:00Z,bj-%d,4,6,true,cn-beijing-only,elastic,risk-models\n", i)
+		fmt.Fprintf(&b, "2026-11-02T09:00:00Z,nockpt-%d,4,3,false,public,emergency,applied\n", i)
+	}
+	jobs, err := sim.ParseTrace(strings.NewReader(b.String()), "policy")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := newSim(t, cfg, jobs, prices, 1)
+	od, err := s.Run(context.Background(), sim.OnDemandBurst, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	providers := map[string]bool{}
+	for _, l := range od.Elastic {
+		providers[l.Provider] = true
+	}
+	// Six Beijing-only jobs: the Beijing offers (Alibaba cn-beijing, AutoDL
+	// beijingDC*) cover them; the public jobs may go anywhere.
+	if !providers["aliyun"] && !providers["autodl"] {
+		t.Errorf("on-demand providers %v: the Beijing-only jobs got no Beijing capacity", providers)
+	}
+	if od.Unfinished != 0 || od.JobsElastic != 12 {
+		t.Errorf("on-demand: %d elastic, %d unfinished; want 12, 0", od.JobsElastic, od.Unfinished)
+	}
+	spot, err := s.Run(context.Background(), sim.SpotBurst, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Spot only: the 6 non-checkpointable jobs are refused every offer and,
+	// with no owned pool, never run.
+	if spot.Unfinished != 6 || spot.JobsElastic != 6 {
+		t.Errorf("spot: %d elastic, %d unfinished; want 6, 6", spot.JobsElastic, spot.Unfinished)
+	}
+	for _, l := range spot.Elastic {
+		if l.Provider != "aliyun" { // the only Beijing spot offers: Alibaba cn-beijing
+			t.Errorf("spot line %+v: Beijing-only jobs bought capacity outside Beijing", l)
+		}
 	}
 }
