@@ -139,7 +139,8 @@ type TrueUps struct {
 //   - a release step in state released or lost, the first for its line:
 //     AccruedCost converted to the billing currency − ExpectedCostBilling of
 //     the line (what it really cost replaces what the plan expected);
-//   - anything else (successful placement, pending release, orphan): 0.
+//   - anything else (successful placement, pending release, orphan, a line
+//     number the decision does not have): 0.
 //
 // lines is the decision's "lines" JSON and billing its billing currency.
 // Rounding point: converting AccruedCost from the offer currency divides by
@@ -180,7 +181,9 @@ func (tu *TrueUps) Add(kind string, body, lines []byte, billing string) (decimal
 		return decimal.Zero, fmt.Errorf("decision %s lines: %w", key, err)
 	}
 	if line < 0 || line >= len(ls) {
-		return decimal.Zero, fmt.Errorf("%s: line %d not in the decision's %d lines", key, line, len(ls))
+		// Not a line of the decision: it changes no spend (and must not
+		// block every later append of the tier); audit.Recompute reports it.
+		return decimal.Zero, nil
 	}
 	if tu.settled == nil {
 		tu.settled = map[string]bool{}
