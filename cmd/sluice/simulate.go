@@ -102,7 +102,7 @@ func simulate(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	if err != nil {
 		return fail(2, "%v", err)
 	}
-	prices, err := loadPrices(ctx, cfg, *pricesDir)
+	prices, err := loadPrices(ctx, cfg, *pricesDir, stderr)
 	if err != nil {
 		return fail(2, "%v", err)
 	}
@@ -201,8 +201,9 @@ func poolSizes(fixed int, sweep string) ([]int, error) {
 }
 
 // loadPrices reads a replay directory through the real quote sources
-// (app.Quotes: one snapshot) or a directory of price CSVs.
-func loadPrices(ctx context.Context, cfg *config.Config, dir string) (*sim.Prices, error) {
+// (app.Quotes: one snapshot; a failed source is written to warn) or a
+// directory of price CSVs.
+func loadPrices(ctx context.Context, cfg *config.Config, dir string, warn io.Writer) (*sim.Prices, error) {
 	st, err := os.Stat(dir)
 	if err != nil {
 		return nil, fmt.Errorf("--prices: %w", err)
@@ -216,9 +217,10 @@ func loadPrices(ctx context.Context, cfg *config.Config, dir string) (*sim.Price
 			if err != nil {
 				return nil, err
 			}
+			// As in a decision, a failed source is reported, not fatal.
 			for _, r := range reports {
 				if r.Error != "" {
-					return nil, fmt.Errorf("--prices %s: source %s: %s", dir, r.Provider, r.Error)
+					fmt.Fprintf(warn, "sluice simulate: prices: source %s failed: %s\n", r.Provider, r.Error)
 				}
 			}
 			return sim.Snapshot(offers)
