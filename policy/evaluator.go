@@ -145,6 +145,9 @@ func compile(modules map[string]*ast.Module) (*ast.Compiler, error) {
 	if err := CheckBuiltins(modules); err != nil {
 		return nil, err
 	}
+	if err := checkDenyAnnotations(modules); err != nil {
+		return nil, err
+	}
 	c := ast.NewCompiler().
 		WithCapabilities(Capabilities()).
 		WithStrict(true).
@@ -780,6 +783,46 @@ func stringAt(obj ast.Object, key string) (string, error) {
 		return "", fmt.Errorf("%q is %v, not a string", key, t)
 	}
 	return string(s), nil
+}
+
+// checkDenyAnnotations refuses a deny rule (any rule named deny...) outside
+// the test files whose METADATA lacks a title, description, custom.code or
+// custom.rule: its reasons would be unlabelled.
+func checkDenyAnnotations(modules map[string]*ast.Module) error {
+	var errs []error
+	for file, m := range modules {
+		if strings.HasSuffix(file, "_test.rego") {
+			continue
+		}
+		for _, r := range m.Rules {
+			name := string(r.Head.Name)
+			if len(r.Head.Reference) > 0 {
+				name = r.Head.Reference[0].String()
+			}
+			if !strings.HasPrefix(name, "deny") {
+				continue
+			}
+			var a *ast.Annotations
+			for _, x := range r.Annotations {
+				if x.Scope == "rule" || x.Scope == "" {
+					a = x
+				}
+			}
+			code, rule := "", ""
+			if a != nil {
+				code, _ = a.Custom["code"].(string)
+				rule, _ = a.Custom["rule"].(string)
+			}
+			if a == nil || a.Title == "" || a.Description == "" || code == "" || rule == "" {
+				errs = append(errs, fmt.Errorf("%s:%d: deny rule %s needs a METADATA block with title, description, custom.code and custom.rule", file, r.Location.Row, name))
+			}
+		}
+	}
+	if len(errs) == 0 {
+		return nil
+	}
+	slices.SortFunc(errs, func(a, b error) int { return strings.Compare(a.Error(), b.Error()) })
+	return joinLines(errs)
 }
 
 // keyTerm returns the prepared term of a result key (no allocation).

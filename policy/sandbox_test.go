@@ -308,3 +308,18 @@ func TestCheck(t *testing.T) {
 		t.Error("no files: no error")
 	}
 }
+
+// A deny rule without its labels is refused at load: its reasons would be unlabelled.
+func TestUnlabelledDenyRuleRefused(t *testing.T) {
+	fsys := policyFS(t)
+	text := string(fsys["budget.rego"].Data)
+	from := "# custom:\n#   code: budget-tier\n#   rule: budget_tier.base_never_bought\n"
+	if !strings.Contains(text, from) {
+		t.Fatal("budget.rego changed")
+	}
+	fsys["budget.rego"] = &fstest.MapFile{Data: []byte(strings.Replace(text, from, "", 1))}
+	_, err := NewFromFS(context.Background(), fsys)
+	if err == nil || !strings.Contains(err.Error(), "budget.rego:") || !strings.Contains(err.Error(), "needs a METADATA block") {
+		t.Fatalf("err = %v", err)
+	}
+}
