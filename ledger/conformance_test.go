@@ -3,6 +3,7 @@ package ledger
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"testing"
@@ -166,16 +167,29 @@ func conformanceScript(t *testing.T, s chainStore) []string {
 	}
 
 	// 6. Release steps, where the store has them.
+	var openSeen []string
 	if rl, ok := s.(sluice.ReleaseLedger); ok {
+		// dec-c2 (train-a) is placed at a higher hourly burn than dec-c1's line 0.
+		p2 := samplePlacement("dec-c2", "train-a", 0, 2)
+		p2.Units = 2
+		if err := s.AppendPlacement(ctx, p2); err != nil {
+			t.Fatal(err)
+		}
 		rel := sluice.Release{DecisionID: "dec-c1", Line: 0, Queue: "train-a", Provider: "vast",
 			ExternalIDs: []string{"inst-0"}, State: sluice.ReleasePending, Reason: sluice.ReleaseDrain, Slots: 1,
 			RequestedAt: time.Date(2025, 3, 14, 11, 0, 0, 0, time.UTC), At: time.Date(2025, 3, 14, 11, 0, 0, 0, time.UTC)}
 		if err := rl.AppendRelease(ctx, rel); err != nil {
 			t.Fatal(err)
 		}
-		open, err := rl.OpenPlacements(ctx, "train-a")
-		if err != nil || len(open) != 1 || open[0].ReleaseState != sluice.ReleasePending {
+		open, err := rl.OpenPlacements(ctx, "")
+		if err != nil || len(open) != 2 || open[0].DecisionID != "dec-c2" || open[1].ReleaseState != sluice.ReleasePending {
 			t.Fatalf("open placements while pending: %+v (%v)", open, err)
+		}
+		for _, o := range open {
+			openSeen = append(openSeen, fmt.Sprintf("open %s/%d %s", o.DecisionID, o.Line, o.ReleaseState))
+		}
+		if q, _ := rl.OpenPlacements(ctx, "train-b"); len(q) != 0 {
+			t.Fatalf("open placements of train-b: %+v", q)
 		}
 		rel.State, rel.AccruedCost, rel.BilledSeconds = sluice.ReleaseReleased, usd("20.5761316687233"), 6000
 		rel.At = time.Date(2025, 3, 14, 10, 47, 0, 0, time.UTC)
@@ -187,7 +201,7 @@ func conformanceScript(t *testing.T, s chainStore) []string {
 		if err := rl.AppendRelease(ctx, lost); !errors.Is(err, ErrAlreadyReleased) {
 			t.Fatalf("a second final step: %v, want ErrAlreadyReleased", err)
 		}
-		if open, _ := rl.OpenPlacements(ctx, "train-a"); len(open) != 0 {
+		if open, _ := rl.OpenPlacements(ctx, "train-a"); len(open) != 1 || open[0].DecisionID != "dec-c2" || open[0].ReleaseState != "" {
 			t.Fatalf("open placements after release: %+v", open)
 		}
 		if n, _ := s.LiveSlots(ctx, "train-a"); n != 2 {
@@ -221,7 +235,7 @@ func conformanceScript(t *testing.T, s chainStore) []string {
 	if n, err := VerifyStored(all); err != nil || n != len(all) {
 		t.Fatalf("VerifyStored: %d, %v", n, err)
 	}
-	var hashes []string
+	hashes := openSeen
 	for _, r := range all {
 		hashes = append(hashes, r.Kind+" "+r.RecordID+" "+r.Hash)
 	}

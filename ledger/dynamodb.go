@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"math/rand/v2"
 	"slices"
 	"strconv"
@@ -236,7 +237,7 @@ type change struct {
 // ends the append (ErrStale, ErrNoDecision, ...). settles, when ≥ 0, marks
 // the index item as settling that plan line (TrueUps).
 func (d *DynamoDB) appendRecord(ctx context.Context, obj map[string]any, settles int,
-	prepare func(ctx context.Context) (change, error)) (prev, hash string, err error) {
+	prepare func(ctx context.Context, seq int64) (change, error)) (prev, hash string, err error) {
 	cols, err := columnsOf(obj)
 	if err != nil {
 		return "", "", err
@@ -263,9 +264,10 @@ func (d *DynamoDB) appendRecord(ctx context.Context, obj map[string]any, settles
 		if idx != nil {
 			return "", "", fmt.Errorf("%s %q: %w", cols.kind, cols.recordID, sluice.ErrDuplicate)
 		}
+		seq := h.seq + 1
 		var ch change
 		if prepare != nil {
-			if ch, err = prepare(ctx); err != nil {
+			if ch, err = prepare(ctx, seq); err != nil {
 				return "", "", err
 			}
 		}
@@ -273,7 +275,6 @@ func (d *DynamoDB) appendRecord(ctx context.Context, obj map[string]any, settles
 		if err != nil {
 			return "", "", err
 		}
-		seq := h.seq + 1
 		rec := map[string]types.AttributeValue{
 			"pk": avS("chain"), "sk": avS(seqKey(seq)), "seq": avN(seq), "kind": avS(cols.kind), "record_id": avS(cols.recordID),
 			"decision_id": avS(cols.decisionID), "queue": avS(cols.queue), "body": avS(string(body)),
@@ -377,7 +378,7 @@ func (d *DynamoDB) AppendDecision(ctx context.Context, rec *sluice.DecisionRecor
 		}
 	}
 	queue := queueOf(rec)
-	prepare := func(ctx context.Context) (change, error) {
+	prepare := func(ctx context.Context, _ int64) (change, error) {
 		live, err := d.readCounter(ctx, "live#"+queue, "live", "slots")
 		if err != nil {
 			return change{}, err
@@ -440,6 +441,7 @@ type decisionBody struct {
 	Lines           json.RawMessage
 	settled         map[int]bool
 	index           []indexItem
+	Seq             int64 // the decision record's seq
 }
 
 // decisionFor reads the decision's body and which of its lines are settled.
@@ -452,7 +454,7 @@ func (d *DynamoDB) decisionFor(ctx context.Context, id string) (*decisionBody, e
 	found := false
 	for _, it := range idx {
 		if it.kind == KindDecision && it.recordID == id {
-			found = true
+			found, db.Seq = true, it.seq
 			item, err := d.get(ctx, "chain", seqKey(it.seq))
 			if err != nil {
 				return nil, err
@@ -558,7 +560,7 @@ func (d *DynamoDB) AppendPlacement(ctx context.Context, p sluice.Placement) erro
 	if p.Error != "" {
 		settles = p.Line
 	}
-	prepare := func(ctx context.Context) (change, error) {
+	prepare := func(ctx context.Context, seq int64) (change, error) {
 		db, err := d.decisionFor(ctx, p.DecisionID)
 		if err != nil {
 			return change{}, err
@@ -566,8 +568,9 @@ func (d *DynamoDB) AppendPlacement(ctx context.Context, p sluice.Placement) erro
 		if db.Queue != p.Queue {
 			return change{}, fmt.Errorf("queue %q differs from the decision's queue %q", p.Queue, db.Queue)
 		}
-		if p.Error == "" {
-			return change{}, nil
+		if p.Error == "" { // open: indexed for OpenPlacements
+			return change{items: []types.TransactWriteItem{{Put: &types.Put{TableName: &d.table, Item: map[string]types.AttributeValue{
+				"pk": avS("open"), "sk": avS(openKey(p.Queue, id)), "seq": avN(seq), "decision_seq": avN(db.Seq)}}}}}, nil
 		}
 		tu := TrueUps{settled: map[string]bool{}}
 		for l := range db.settled {
@@ -619,7 +622,7 @@ func (d *DynamoDB) AppendRelease(ctx context.Context, r sluice.Release) error {
 	if terminal && r.DecisionID != "" {
 		settles = r.Line
 	}
-	prepare := func(ctx context.Context) (change, error) {
+	prepare := func(ctx context.Context, seq int64) (change, error) {
 		if r.DecisionID == "" {
 			return change{}, nil
 		}
@@ -661,15 +664,24 @@ func (d *DynamoDB) AppendRelease(ctx context.Context, r sluice.Release) error {
 		if final {
 			return change{}, fmt.Errorf("%s line %d: %w", r.DecisionID, r.Line, ErrAlreadyReleased)
 		}
-		if !terminal {
-			return change{}, nil
+		openK := key("open", openKey(r.Queue, pid))
+		if !terminal { // note the pending step on the open placement
+			if it, err := d.get(ctx, "open", openKey(r.Queue, pid)); err != nil || it == nil {
+				return change{}, err // no open item (a ledger older than the index): nothing to note
+			}
+			return change{items: []types.TransactWriteItem{{Update: &types.Update{TableName: &d.table, Key: openK,
+				UpdateExpression:          aws.String("SET pending_seq = :s"),
+				ConditionExpression:       aws.String("attribute_exists(pk)"),
+				ExpressionAttributeValues: map[string]types.AttributeValue{":s": avN(seq)}}}}}, nil
 		}
 		tu := TrueUps{}
 		delta, err := tu.Add(KindRelease, body, db.Lines, db.BillingCurrency)
 		if err != nil {
 			return change{}, err
 		}
-		return d.settleChange(ctx, db, r.Slots, delta)
+		ch, err := d.settleChange(ctx, db, r.Slots, delta)
+		ch.items = append(ch.items, types.TransactWriteItem{Delete: &types.Delete{TableName: &d.table, Key: openK}})
+		return ch, err
 	}
 	if _, _, err := d.appendRecord(ctx, obj, settles, prepare); err != nil {
 		return fmt.Errorf("ledger: append release %q: %w", id, err)
@@ -779,10 +791,7 @@ func (d *DynamoDB) Records(ctx context.Context) ([]Stored, error) {
 			return nil, fmt.Errorf("ledger: records: %w", err)
 		}
 		for _, it := range page.Items {
-			seq, _ := num(it, "seq")
-			out = append(out, Stored{Seq: seq, Kind: str(it, "kind"), RecordID: str(it, "record_id"),
-				DecisionID: str(it, "decision_id"), Queue: str(it, "queue"), Body: []byte(str(it, "body")),
-				PrevHash: str(it, "prev_hash"), Hash: str(it, "hash")})
+			out = append(out, storedOf(it))
 		}
 	}
 	return out, nil
@@ -815,13 +824,57 @@ func (d *DynamoDB) Verify(ctx context.Context) (int, error) {
 	return nOK, nil
 }
 
+// openKey is the sort key of an open placement's item (pk "open"): queue
+// names (SQS) have no '#'.
+func openKey(queue, placementID string) string { return queue + "#" + placementID }
+
 // OpenPlacements returns the successful placements of queue ("" = every
-// queue) with no released or lost step, with the state of their latest
-// release step, most expensive first (price × units, then chain order).
+// queue) with no released or lost step, ReleaseState pending when a release
+// was asked for, in SQLite's order (OpenPlacementsFromRecords). It reads the
+// open-placement items (pk "open", written and deleted in the placement's
+// and the final release's transactions) and the records they name, not the
+// whole chain.
 func (d *DynamoDB) OpenPlacements(ctx context.Context, queue string) ([]sluice.OpenPlacement, error) {
-	recs, err := d.Records(ctx)
-	if err != nil {
-		return nil, err
+	in := &dynamodb.QueryInput{TableName: &d.table, ConsistentRead: aws.Bool(true),
+		KeyConditionExpression:    aws.String("pk = :pk"),
+		ExpressionAttributeValues: map[string]types.AttributeValue{":pk": avS("open")}}
+	if queue != "" {
+		in.KeyConditionExpression = aws.String("pk = :pk AND begins_with(sk, :q)")
+		in.ExpressionAttributeValues[":q"] = avS(queue + "#")
+	}
+	seqs := map[int64]bool{}
+	p := dynamodb.NewQueryPaginator(d.c, in)
+	for p.HasMorePages() {
+		page, err := p.NextPage(ctx)
+		if err != nil {
+			return nil, fmt.Errorf("ledger: open placements %q: %w", queue, err)
+		}
+		for _, item := range page.Items {
+			for _, a := range []string{"seq", "decision_seq", "pending_seq"} {
+				if v, ok := num(item, a); ok {
+					seqs[v] = true
+				}
+			}
+		}
+	}
+	var recs []Stored
+	for _, seq := range slices.Sorted(maps.Keys(seqs)) {
+		it, err := d.get(ctx, "chain", seqKey(seq))
+		if err != nil {
+			return nil, fmt.Errorf("ledger: open placements %q: %w", queue, err)
+		}
+		if it == nil {
+			return nil, fmt.Errorf("ledger: open placements %q: record seq %d is missing", queue, seq)
+		}
+		recs = append(recs, storedOf(it))
 	}
 	return OpenPlacementsFromRecords(recs, queue)
+}
+
+// storedOf reads a chain item.
+func storedOf(it map[string]types.AttributeValue) Stored {
+	seq, _ := num(it, "seq")
+	return Stored{Seq: seq, Kind: str(it, "kind"), RecordID: str(it, "record_id"),
+		DecisionID: str(it, "decision_id"), Queue: str(it, "queue"), Body: []byte(str(it, "body")),
+		PrevHash: str(it, "prev_hash"), Hash: str(it, "hash")}
 }
