@@ -10,7 +10,8 @@
 #
 #   The market rules depend only on the offer's market: deny maps a market to
 #   the reasons offers in it are refused. The price rules depend only on the
-#   price: deny_price maps a price's place in lib.prices to its reasons.
+#   price: deny_price_above and deny_price_no_ceiling map a price's place in
+#   lib.prices to its reasons.
 package sluice.budget
 
 import rego.v1
@@ -89,15 +90,16 @@ ceilings := {currency: to_number(amount) | some currency, amount in limits.max_p
 # custom:
 #   code: budget-tier
 #   rule: budget_tier.above_tier_price
-deny_price[i] contains reason if {
+deny_price_above := {i: {reasons[currency]} |
 	# One reason per currency, built once (the offer's own price is in the offer).
 	reasons := {cur: reason |
 		some cur, ceiling in limits.max_price_per_gpu_hour
 		reason := lib.reason(rego.metadata.rule(), sprintf("price per GPU-hour is above the %s tier's ceiling of %s %s", [tier, ceiling, cur]))
 	}
-	some i, [currency, amount] in lib.prices
-	amount > ceilings[currency]
-	reason := reasons[currency]
+	limit_of := ceilings
+	prices := lib.prices
+	some i, [currency, amount] in prices
+	amount > limit_of[currency]
 }
 
 # METADATA
@@ -106,9 +108,15 @@ deny_price[i] contains reason if {
 # custom:
 #   code: budget-tier
 #   rule: budget_tier.no_ceiling_in_currency
-deny_price[i] contains lib.reason(rego.metadata.rule(), message) if {
-	count(ceilings) > 0
-	some i, [currency, _] in lib.prices
-	not ceilings[currency]
-	message := sprintf("budget tier %s has no price ceiling in %s (data/settings.json has %s)", [tier, currency, concat(", ", sort(object.keys(ceilings)))])
+deny_price_no_ceiling := {i: {lib.reason(rego.metadata.rule(), message)} |
+	limit_of := ceilings
+	count(limit_of) > 0
+	prices := lib.prices
+	some i, [currency, _] in prices
+	not limit_of[currency]
+	message := sprintf("budget tier %s has no price ceiling in %s (data/settings.json has %s)", [tier, currency, concat(", ", sort(object.keys(limit_of)))])
 }
+
+# price_denials maps the place of each refused price in lib.prices to its
+# reasons (a currency has a ceiling or not, so the two never share a place).
+price_denials := object.union(deny_price_above, deny_price_no_ceiling)

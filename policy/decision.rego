@@ -70,4 +70,4 @@ by_market := {market: reasons |
 }
 
 # by_price maps the place of each refused price in lib.prices to its reasons.
-by_price := budget.deny_price
+by_price := budget.price_denials

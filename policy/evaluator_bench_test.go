@@ -159,3 +159,27 @@ func BenchmarkCompileEmbedded(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkBatchedVsPerOffer runs, in the same iteration, the batched
+// evaluation and one query per offer over the same 1,000 offers, and reports
+// both times and their ratio (the target is a ratio of at least 10).
+func BenchmarkBatchedVsPerOffer(b *testing.B) {
+	e := newBenchEvaluator(b)
+	p, offers := benchProfile(), benchOffers(1000)
+	ctx := context.Background()
+	var batched, each time.Duration
+	for b.Loop() {
+		t0 := time.Now()
+		if _, err := e.Decide(ctx, p, offers, benchNow); err != nil {
+			b.Fatal(err)
+		}
+		t1 := time.Now()
+		if _, err := e.EvaluateEach(ctx, p, offers, benchNow); err != nil {
+			b.Fatal(err)
+		}
+		batched, each = batched+t1.Sub(t0), each+time.Since(t1)
+	}
+	b.ReportMetric(float64(batched.Nanoseconds())/float64(b.N), "batched-ns/op")
+	b.ReportMetric(float64(each.Nanoseconds())/float64(b.N), "per-offer-ns/op")
+	b.ReportMetric(float64(each)/float64(batched), "ratio")
+}
