@@ -246,6 +246,52 @@ func PricePerGPUHour(o sluice.Offer) (decimal.Decimal, bool) {
 	return q, true
 }
 
+// priceText is PricePerGPUHour as the decimal text sent to the policy
+// (decimal.Decimal.String form: no exponent, no trailing zeros). Prices whose
+// digits fit in int64 at PriceScale places are worked out in integers (no
+// allocation but the text); others go through PricePerGPUHour. Both give
+// the same text (TestPriceTextMatchesDecimal).
+func priceText(o sluice.Offer) (string, bool) {
+	if o.GPUsPerUnit <= 0 {
+		return "", false
+	}
+	a := o.UnitPrice.Amount
+	exp := int(a.Exponent())
+	if digits := a.NumDigits(); a.Sign() >= 0 && exp <= 0 && exp >= -PriceScale && digits+PriceScale+exp <= 18 {
+		v := a.CoefficientInt64()
+		for range PriceScale + exp {
+			v *= 10
+		}
+		// v is the price in units of 10^-PriceScale; divide, rounding up.
+		g := int64(o.GPUsPerUnit)
+		q := v / g
+		if v%g != 0 {
+			q++
+		}
+		return scaledText(q, PriceScale), true
+	}
+	d, ok := PricePerGPUHour(o)
+	return d.String(), ok
+}
+
+// scaledText writes q × 10^-places as decimal text without trailing zeros (q ≥ 0).
+func scaledText(q int64, places int) string {
+	var buf [32]byte
+	digits := strconv.AppendInt(buf[:0], q, 10)
+	if len(digits) <= places { // pad to "0.000…"
+		pad := places + 1 - len(digits)
+		digits = append(digits[:0:0], append([]byte(strings.Repeat("0", pad)), digits...)...)
+	}
+	intPart, frac := digits[:len(digits)-places], digits[len(digits)-places:]
+	for len(frac) > 0 && frac[len(frac)-1] == '0' {
+		frac = frac[:len(frac)-1]
+	}
+	if len(frac) == 0 {
+		return string(intPart)
+	}
+	return string(intPart) + "." + string(frac)
+}
+
 // noGPUs is the Go-side refusal of an offer without GPUs (the collector's
 // hygiene drops such offers first; this keeps the policy input well formed).
 var noGPUs = sluice.Reason{Code: sluice.ReasonImplausible, Rule: "policy.no_gpus_per_unit",
@@ -286,8 +332,8 @@ func (e *Evaluator) Decide(ctx context.Context, p sluice.QueueProfile, offers []
 			mkts = append(mkts, o.Market)
 		}
 		pi := -1
-		if amount, ok := PricePerGPUHour(o); ok {
-			k := priceKey{o.UnitPrice.Currency, amount.String()}
+		if amount, ok := priceText(o); ok {
+			k := priceKey{o.UnitPrice.Currency, amount}
 			if pi, ok = priceIndex[k]; !ok {
 				pi = len(prices)
 				priceIndex[k] = pi
@@ -533,8 +579,8 @@ func offerTerm(key string, o sluice.Offer) *ast.Term {
 		ast.Item(keyGPU, ast.StringTerm(o.GPUModel)),
 		ast.Item(keyCurrency, ast.StringTerm(o.UnitPrice.Currency)),
 	}
-	if amount, ok := PricePerGPUHour(o); ok {
-		items = append(items, ast.Item(keyPricePerGPU, ast.NumberTerm(json.Number(amount.String()))))
+	if amount, ok := priceText(o); ok {
+		items = append(items, ast.Item(keyPricePerGPU, ast.NumberTerm(json.Number(amount))))
 	}
 	return ast.NewTerm(ast.NewObject(items...))
 }

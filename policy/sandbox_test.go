@@ -6,6 +6,8 @@ import (
 	"compress/gzip"
 	"context"
 	"errors"
+	"fmt"
+	"math/rand/v2"
 	"slices"
 	"strconv"
 	"strings"
@@ -321,5 +323,25 @@ func TestUnlabelledDenyRuleRefused(t *testing.T) {
 	_, err := NewFromFS(context.Background(), fsys)
 	if err == nil || !strings.Contains(err.Error(), "budget.rego:") || !strings.Contains(err.Error(), "needs a METADATA block") {
 		t.Fatalf("err = %v", err)
+	}
+}
+
+// The integer fast path gives exactly the decimal's text.
+func TestPriceTextMatchesDecimal(t *testing.T) {
+	rng := rand.New(rand.NewPCG(3, 5))
+	amounts := []string{"0", "1", "20.5", "10", "3.000000000001", "6.000000000001", "0.0000001", "123456.789",
+		"99999999", "1e-13", "1234567890123456789.5", "7.10720000", "0.000000000001", "5.8394"}
+	for range 2000 {
+		amounts = append(amounts, fmt.Sprintf("%d.%0*d", rng.IntN(100000), 1+rng.IntN(8), rng.IntN(100000000)))
+	}
+	for _, a := range amounts {
+		for _, g := range []int{1, 2, 3, 4, 6, 7, 8, 10, 16} {
+			o := sluice.Offer{UnitPrice: sluice.MustMoney(a, "USD"), GPUsPerUnit: g}
+			got, ok := priceText(o)
+			want, ok2 := PricePerGPUHour(o)
+			if !ok || !ok2 || got != want.String() {
+				t.Fatalf("%s / %d: priceText %q, decimal %q", a, g, got, want.String())
+			}
+		}
 	}
 }
