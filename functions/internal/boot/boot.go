@@ -10,7 +10,7 @@
 //	SLUICE_CONFIG            config file in the package (default "sluice.yaml", i.e. /var/task/sluice.yaml)
 //	SLUICE_CONFIG_PARAMETER  SSM parameter holding the YAML config (SecureString allowed); wins over SLUICE_CONFIG
 //	SLUICE_LEDGER            SQLite ledger path (default /tmp/sluice.db: one per execution environment — tests only)
-//	SLUICE_LEDGER_TABLE      DynamoDB ledger table (production); wins over SLUICE_LEDGER when this build supports it
+//	SLUICE_LEDGER_TABLE      DynamoDB ledger table (production); wins over SLUICE_LEDGER
 //	SLUICE_SECRET_PREFIX     Secrets Manager name prefix for provider keys (default "sluice/")
 //	SLUICE_REPLAY            recorded provider responses (the emulator); no provider is called
 //	SLUICE_FX_URL            live FX source ("" = ECB, "off" = the config's rates)
@@ -97,11 +97,8 @@ func Setup(ctx context.Context, function string, getenv Env, stdout io.Writer) (
 	if o.Config, err = applyOverrides(o.Config, getenv); err != nil {
 		return nil, nil, err
 	}
-	if table := getenv("SLUICE_LEDGER_TABLE"); table != "" {
-		if !setLedgerTable(&o, table) {
-			slog.WarnContext(ctx, "SLUICE_LEDGER_TABLE is set but this build has no DynamoDB ledger option; using SQLite", "table", table, "path", o.LedgerPath)
-		}
-	}
+	// The DynamoDB ledger (production) wins over the SQLite path.
+	o.LedgerTable = getenv("SLUICE_LEDGER_TABLE")
 	if o.ReplayDir == "" {
 		// A variable of the same name wins (local runs, the emulator);
 		// otherwise the secret SLUICE_SECRET_PREFIX+name from Secrets Manager.
@@ -125,15 +122,15 @@ func Setup(ctx context.Context, function string, getenv Env, stdout io.Writer) (
 // with the handler. An init failure is logged and exits 1 (Lambda reports
 // Runtime.ExitError and retries the init on the next invocation).
 func Run(function string) {
-	slog.SetDefault(slog.New(slog.NewJSONHandler(os.Stdout, nil)).With("function", function))
+	slog.SetDefault(slog.New(slog.NewJSONHandler(os.Stdout, nil)))
 	ctx := context.Background()
 	start := time.Now()
 	h, _, err := Setup(ctx, function, os.Getenv, os.Stdout)
 	if err != nil {
-		slog.Error("init failed", "error", err, "bad_config", errors.Is(err, config.ErrBadConfig))
+		slog.Error("init failed", "function", function, "error", err, "bad_config", errors.Is(err, config.ErrBadConfig))
 		os.Exit(1)
 	}
-	slog.Info("init done", "init_ms", time.Since(start).Milliseconds(), "policy_revision", h.App.Policy.Revision(), "code_version", app.CodeVersion())
+	slog.Info("init done", "function", function, "init_ms", time.Since(start).Milliseconds(), "policy_revision", h.App.Policy.Revision(), "code_version", app.CodeVersion())
 	if function == app.FunctionReconcile {
 		lambda.Start(reconcileHandler(h))
 		return

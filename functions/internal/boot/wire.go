@@ -13,13 +13,9 @@ import (
 	"github.com/sluicehq/sluice/app"
 )
 
-// This file joins the functions to app's drain, reconcile and ledger options.
+// This file joins the functions to app's drain and reconcile.
 
 func smClient(cfg aws.Config) *sm.Client { return sm.NewFromConfig(cfg) }
-
-// setLedgerTable selects the DynamoDB ledger table in o; false while app has
-// no such option (the function then uses SQLite at SLUICE_LEDGER).
-func setLedgerTable(o *app.Options, table string) bool { return false }
 
 // wire sets the drain hook: App.Drain on the trigger's queue. Releases the
 // provider has not confirmed yet are not an error here: they are recorded
