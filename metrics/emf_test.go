@@ -72,7 +72,9 @@ func checkSpec(t *testing.T, out string) []map[string]any {
 	return objs
 }
 
-func money(s, cur string) sluice.Money { return sluice.Money{Amount: decimal.RequireFromString(s), Currency: cur} }
+func money(s, cur string) sluice.Money {
+	return sluice.Money{Amount: decimal.RequireFromString(s), Currency: cur}
+}
 
 func TestDecisionGolden(t *testing.T) {
 	rec := sluice.DecisionRecord{
@@ -187,6 +189,23 @@ func TestDepthAndRefused(t *testing.T) {
 	objs := checkSpec(t, b.String())
 	if objs[0]["QueueDepth"] != json.Number("5") || objs[0]["QueueInFlight"] != json.Number("2") || objs[0]["DecisionId"] != sluice.DecisionID(tr) ||
 		objs[1]["Refused"] != json.Number("1") || objs[1]["Kind"] != "bad-event" {
+		t.Errorf("%s", b.String())
+	}
+}
+
+func TestDrainAndReconcile(t *testing.T) {
+	var b bytes.Buffer
+	w := writer(&b)
+	rep := sluice.DrainReport{Queue: "q", Released: []sluice.Release{{}, {}}, Pending: []sluice.Release{{}}}
+	if err := w.Drain("drain", rep); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Reconcile("reconcile", sluice.ReconcileReport{Orphans: []sluice.Release{{}}, Adopted: []sluice.Placement{{}, {}, {}}}); err != nil {
+		t.Fatal(err)
+	}
+	objs := checkSpec(t, b.String())
+	if objs[0]["Released"] != json.Number("2") || objs[0]["ReleasePending"] != json.Number("1") || objs[0]["Queue"] != "q" ||
+		objs[1]["Orphans"] != json.Number("1") || objs[1]["Adopted"] != json.Number("3") || objs[1]["Lost"] != json.Number("0") {
 		t.Errorf("%s", b.String())
 	}
 }

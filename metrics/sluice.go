@@ -20,6 +20,8 @@ const Namespace = "Sluice"
 //	ProviderLatency (ms), ProviderOffers, ProviderErrors [Function Provider]
 //	QueueDepth, QueueInFlight                           [Function Queue]
 //	Refused                                             [Function Kind]
+//	Released, ReleasePending                            [Function] [Function Queue] (drain), [Function] (reconcile)
+//	Orphans, Lost, Adopted                              [Function] (reconcile)
 //
 // ExpectedCost is the decision's total expected cost in its billing currency
 // (the Currency property), the exact decimal the ledger holds.
@@ -139,4 +141,34 @@ func jsonNumber(s string) json.Number {
 		return "0"
 	}
 	return json.Number(s)
+}
+
+// Release metrics.
+const (
+	MReleased       = "Released"
+	MReleasePending = "ReleasePending"
+	MOrphans        = "Orphans"
+	MLost           = "Lost"
+	MAdopted        = "Adopted"
+)
+
+// Drain emits one drain's outcome: placements released and still pending
+// [Function Queue].
+func (w *Writer) Drain(function string, rep sluice.DrainReport) error {
+	return w.Emit([][]string{{"Function"}, {"Function", "Queue"}}, []Metric{
+		Int(MReleased, Count, int64(len(rep.Released))),
+		Int(MReleasePending, Count, int64(len(rep.Pending))),
+	}, map[string]any{"Function": function, "Queue": rep.Queue, "Skipped": rep.Skipped})
+}
+
+// Reconcile emits one reconcile run: orphans terminated, placements lost,
+// lines adopted, pending releases confirmed and still pending [Function].
+func (w *Writer) Reconcile(function string, rep sluice.ReconcileReport) error {
+	return w.Emit([][]string{{"Function"}}, []Metric{
+		Int(MOrphans, Count, int64(len(rep.Orphans))),
+		Int(MLost, Count, int64(len(rep.Lost))),
+		Int(MAdopted, Count, int64(len(rep.Adopted))),
+		Int(MReleased, Count, int64(len(rep.Released))),
+		Int(MReleasePending, Count, int64(len(rep.Pending))),
+	}, map[string]any{"Function": function})
 }

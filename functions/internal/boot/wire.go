@@ -23,6 +23,9 @@ func smClient(cfg aws.Config) *sm.Client { return sm.NewFromConfig(cfg) }
 func wire(a *app.App, h *app.Handler) {
 	h.Drain = func(ctx context.Context, t sluice.Trigger) (any, error) {
 		rep, err := a.Drain(ctx, t)
+		if h.Metrics != nil && (err == nil || errors.Is(err, sluice.ErrReleasePending)) {
+			_ = h.Metrics.Drain(h.Function, rep)
+		}
 		if errors.Is(err, sluice.ErrReleasePending) {
 			slog.WarnContext(ctx, "releases pending: reconcile retries them", "queue", t.Queue, "pending", len(rep.Pending), "error", err)
 			return rep, nil
@@ -41,6 +44,9 @@ func reconcileHandler(h *app.Handler) func(ctx context.Context, raw json.RawMess
 		if err != nil && !errors.Is(err, sluice.ErrReleasePending) {
 			slog.ErrorContext(ctx, "reconcile failed", "error", err)
 			return rep, err
+		}
+		if h.Metrics != nil {
+			_ = h.Metrics.Reconcile(h.Function, rep)
 		}
 		slog.InfoContext(ctx, "reconciled", "listed", rep.Listed, "orphans", len(rep.Orphans), "lost", len(rep.Lost),
 			"adopted", len(rep.Adopted), "released", len(rep.Released), "pending", len(rep.Pending))
