@@ -61,9 +61,7 @@ func build(t *testing.T, dir string) binaries {
 		}
 	}
 	// The functions exactly as `make package` builds them, for this machine's arch.
-	// reconcile's main differs from burst's by the function name only; its size
-	// is measured by infra/package.sh, and it is not run here.
-	for fn, out := range map[string]string{"burst": b.burst, "drain": b.drain} {
+	for fn, out := range map[string]string{"burst": b.burst, "drain": b.drain, "reconcile": b.reconcile} {
 		run([]string{"CGO_ENABLED=0", "GOOS=linux"}, "build", "-tags", "lambda.norpc", "-trimpath", "-ldflags", "-s -w", "-o", out, "./functions/"+fn)
 	}
 	run(nil, "build", "-o", b.rie, "github.com/aws/aws-lambda-runtime-interface-emulator/cmd/aws-lambda-rie")
@@ -549,6 +547,19 @@ func TestFunctionsUnderRIE(t *testing.T) {
 		t.Errorf("second drain: %s", body)
 	}
 
+	// The reconcile schedule (an EventBridge Scheduled Event): the providers
+	// hold exactly what the ledger says, so nothing is orphaned, lost or adopted.
+	rc := startRIE(t, bins.rie, bins.reconcile, env)
+	body, _ = rc.invoke(t, []byte(`{"version":"0","id":"53dc4d37-cffa-4f76-80c9-8b7d4a4d2eaa","detail-type":"Scheduled Event",`+
+		`"source":"aws.events","account":"123456789012","time":"2026-11-29T12:00:00Z","region":"us-east-1",`+
+		`"resources":["arn:aws:events:us-east-1:123456789012:rule/sluice-reconcile"],"detail":{}}`))
+	var rep sluice.ReconcileReport
+	if err := json.Unmarshal(body, &rep); err != nil || strings.Contains(string(body), "errorType") ||
+		len(rep.Orphans)+len(rep.Lost)+len(rep.Adopted)+len(rep.Pending) != 0 || rep.Listed["autodl"]+rep.Listed["aliyun"] != 4 {
+		t.Errorf("reconcile: %s (%v)", body, err)
+	}
+	check("after reconcile", map[string]bool{beijingID: true})
+
 	// 5. A function error is HTTP 200 with errorType in the body: the ledger
 	// table disappears after the function's init, so the decision cannot be
 	// read — a transient error, returned for Lambda to retry.
@@ -585,7 +596,7 @@ func TestFunctionsUnderRIE(t *testing.T) {
 	for _, fn := range []struct {
 		name string
 		r    *rie
-	}{{"burst", burst}, {"drain", drain}} {
+	}{{"burst", burst}, {"drain", drain}, {"reconcile", rc}} {
 		phase, own := fn.r.initDuration()
 		if phase == 0 {
 			t.Fatalf("%s: no INIT REPORT in the RIE log:\n%s", fn.name, fn.r.log.String())
@@ -593,7 +604,7 @@ func TestFunctionsUnderRIE(t *testing.T) {
 		t.Logf("%s under RIE: init phase %.1f ms (function's own init_ms %d); REPORT Durations %v ms", fn.name, phase, own, fn.r.durations())
 	}
 	t.Logf("burst warm round trips (replays and the batch): %v", warm)
-	for _, f := range []string{bins.burst, bins.drain} {
+	for _, f := range []string{bins.burst, bins.drain, bins.reconcile} {
 		st, err := os.Stat(f)
 		if err != nil {
 			t.Fatal(err)
