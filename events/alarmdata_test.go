@@ -435,3 +435,17 @@ func FuzzParseEvent(f *testing.F) {
 		}
 	})
 }
+
+// BenchmarkParseEvent: shape detection and strict parsing of each delivery.
+func BenchmarkParseEvent(b *testing.B) {
+	for _, f := range []string{"alarm-sns-burst.json", "alarm-eventbridge-burst.json", "alarm-lambda-burst.json", "sqs-batch.json"} {
+		raw := read(b, f)
+		b.Run(f, func(b *testing.B) {
+			for b.Loop() {
+				if _, err := events.ParseEvent(raw); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
