@@ -45,6 +45,12 @@ type Burst struct {
 	// Cost prices capacity released at once after a failed read-back check
 	// (nil = per second, see Drainer.Cost).
 	Cost func(p Placement, end time.Time) (Money, int64)
+	// Owner names this process in line claims (LineClaims; default
+	// "pid-<pid>"); OwnerAlive, when set, says whether a claim's holder is
+	// still running, so a dead holder's lease is taken at once instead of
+	// when it expires (ClaimLease).
+	Owner      string
+	OwnerAlive func(owner string) bool
 
 	mu sync.Mutex
 }
@@ -67,7 +73,7 @@ func (b *Burst) Decide(ctx context.Context, t Trigger) (rec DecisionRecord, repl
 	if old, ok, err := b.Ledger.Decision(ctx, id); err != nil {
 		return rec, false, fmt.Errorf("reading decision %s: %w", id, err)
 	} else if ok {
-		r := &run{}
+		r := b.newRun()
 		err := b.complete(ctx, &old, true, r)
 		old.Outcome = Outcome(old)
 		return old, !r.acted, err
@@ -103,7 +109,7 @@ func (b *Burst) Decide(ctx context.Context, t Trigger) (rec DecisionRecord, repl
 		return rec, false, fmt.Errorf("recording decision %s: %w", id, err)
 	}
 	b.step(StepAfterIntent)
-	err = b.complete(ctx, &rec, false, &run{})
+	err = b.complete(ctx, &rec, false, b.newRun())
 	rec.Outcome = Outcome(rec)
 	return rec, false, err
 }

@@ -61,6 +61,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"strconv"
 	"sync"
 	"time"
@@ -187,10 +188,97 @@ func (u *Unavailable) Until(provider, offerID string, now time.Time) (time.Time,
 	return t, ok && now.Before(t)
 }
 
+// LineClaims is an optional capability of a Ledger: a lease per decision
+// line, so that one process at a time asks a provider for it. Client tokens
+// make EC2 and Alibaba idempotent, but RunPod, Vast and AutoDL are found by
+// name or label only, and two processes resuming the same line at once would
+// both find nothing and both buy. The claim is operational state, not an
+// audit record.
+type LineClaims interface {
+	// ClaimLine gives owner the lease on (decisionID, line) until until when
+	// nobody holds it, owner holds it, or steal(holder, holderUntil) says the
+	// holder's lease may be taken (expired, holder dead). prev is the holder
+	// before the call ("" = never claimed); ok = false leaves prev holding it.
+	ClaimLine(ctx context.Context, decisionID string, line int, owner string, until time.Time,
+		steal func(holder string, holderUntil time.Time) bool) (prev string, ok bool, err error)
+}
+
+// ClaimLease is how long a line claim lasts: longer than one provider call
+// and its retry (the adapters' HTTP clients give up after 30 s).
+const ClaimLease = 2 * time.Minute
+
+// claimPoll is how often a burst waiting on another process's claim looks
+// for the line's record.
+const claimPoll = 100 * time.Millisecond
+
 // run is the state of one Decide call.
 type run struct {
-	places int  // Broker.Place calls so far (for StepAfterPlace)
-	acted  bool // a provider was asked to place, or a record appended
+	places int    // Broker.Place calls so far (for StepAfterPlace)
+	acted  bool   // a provider was asked to place, or a record appended
+	owner  string // the line claims' owner: this Decide call
+}
+
+var runSeq struct {
+	sync.Mutex
+	n int
+}
+
+// newRun starts the state of one Decide call; its owner is Burst.Owner
+// (default "pid-<pid>") plus a sequence number, so concurrent calls of one
+// process are distinct owners.
+func (b *Burst) newRun() *run {
+	runSeq.Lock()
+	runSeq.n++
+	n := runSeq.n
+	runSeq.Unlock()
+	base := b.Owner
+	if base == "" {
+		base = "pid-" + strconv.Itoa(os.Getpid())
+	}
+	return &run{owner: base + "/" + strconv.Itoa(n)}
+}
+
+// unclaim ends this run's lease on a line it leaves unresolved.
+func (b *Burst) unclaim(ctx context.Context, id string, i int, r *run) {
+	if claims, ok := b.Ledger.(LineClaims); ok {
+		_, _, _ = claims.ClaimLine(ctx, id, i, r.owner, b.Clock.Now().UTC(), nil)
+	}
+}
+
+// claim takes the line's lease before any provider call for it. It returns
+// takeover = true when another owner held it before (the line must be looked
+// up first), or recorded when another process recorded the line while this
+// one waited for its lease.
+func (b *Burst) claim(ctx context.Context, rec *DecisionRecord, i int, r *run) (takeover bool, recorded *Placement, err error) {
+	claims, ok := b.Ledger.(LineClaims)
+	if !ok {
+		return false, nil, nil
+	}
+	steal := func(holder string, until time.Time) bool {
+		return !b.Clock.Now().Before(until) || (b.OwnerAlive != nil && !b.OwnerAlive(holder))
+	}
+	waitUntil := time.Now().Add(ClaimLease) // real time: a clock that stands still must not wait forever
+	for {
+		prev, ok, err := claims.ClaimLine(ctx, rec.DecisionID, i, r.owner, b.Clock.Now().UTC().Add(ClaimLease), steal)
+		if err != nil {
+			return false, nil, fmt.Errorf("%s line %d: claiming it: %v: %w", rec.DecisionID, i, err, ErrUnresolved)
+		}
+		if ok {
+			return prev != "" && prev != r.owner, nil, nil
+		}
+		// Another process is placing this line: wait for its record.
+		if p, err := b.recordedPlacement(ctx, rec.DecisionID, i); err == nil {
+			return false, &p, nil
+		}
+		if time.Now().After(waitUntil) {
+			return false, nil, fmt.Errorf("%s line %d: being placed by %s for longer than %s: %w", rec.DecisionID, i, prev, ClaimLease, ErrUnresolved)
+		}
+		select {
+		case <-ctx.Done():
+			return false, nil, fmt.Errorf("%s line %d: being placed by %s: %v: %w", rec.DecisionID, i, prev, ctx.Err(), ErrUnresolved)
+		case <-time.After(claimPoll):
+		}
+	}
 }
 
 func (b *Burst) step(s string) {
@@ -229,8 +317,27 @@ func (b *Burst) carryOut(ctx context.Context, rec *DecisionRecord, resuming bool
 		if recorded[i] {
 			continue
 		}
-		p, mismatch, err := b.placeLine(ctx, rec, i, line, resuming, r)
+		takeover, other, err := b.claim(ctx, rec, i, r)
 		if err != nil {
+			unresolved = append(unresolved, err)
+			continue
+		}
+		if other != nil {
+			rec.Placements = append(rec.Placements, *other)
+			continue
+		}
+		if takeover || resuming {
+			// The previous holder may have recorded the line before its lease ended.
+			if p, err := b.recordedPlacement(ctx, rec.DecisionID, i); err == nil {
+				rec.Placements = append(rec.Placements, p)
+				continue
+			}
+		}
+		p, mismatch, err := b.placeLine(ctx, rec, i, line, resuming || takeover, r)
+		if err != nil {
+			// Hand the lease back (expired now): the next process to resume
+			// the line takes it over and looks the line up first.
+			b.unclaim(ctx, rec.DecisionID, i, r)
 			unresolved = append(unresolved, err)
 			continue
 		}

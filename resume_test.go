@@ -98,6 +98,19 @@ func profile(q string) (sluice.QueueProfile, error) {
 type world struct {
 	dir, ledgerPath, statePath string
 	clock                      *clock
+
+	mu    sync.Mutex
+	procs int
+	dead  map[string]bool // process names that "died" (see decideCrashing)
+}
+
+// alive says whether the process named in a line claim's owner
+// ("proc-<n>/<seq>") is still running.
+func (w *world) alive(owner string) bool {
+	name, _, _ := strings.Cut(owner, "/")
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return !w.dead[name]
 }
 
 func newWorld(t *testing.T) *world {
@@ -109,6 +122,8 @@ func newWorld(t *testing.T) *world {
 // process is what one `sluice burst` process holds: its own ledger handle,
 // broker and in-process caches.
 type process struct {
+	name   string
+	world  *world
 	ledger *ledger.SQLite
 	broker *sandbox.Broker
 	burst  *sluice.Burst
@@ -122,10 +137,15 @@ func (w *world) process(t *testing.T) *process {
 	}
 	t.Cleanup(func() { l.Close() })
 	b := &sandbox.Broker{Now: w.clock.Now, StatePath: w.statePath}
-	return &process{ledger: l, broker: b, burst: &sluice.Burst{
+	w.mu.Lock()
+	w.procs++
+	name := fmt.Sprintf("proc-%d", w.procs)
+	w.mu.Unlock()
+	return &process{name: name, world: w, ledger: l, broker: b, burst: &sluice.Burst{
 		Profiles: profile, Quotes: market, Policy: zonePolicy{}, Ledger: l, Broker: b, Clock: w.clock,
 		BillingCurrency: "USD", CodeVersion: "test",
 		Budgets: map[sluice.Tier]sluice.Money{sluice.TierEmergency: sluice.MustMoney("5000", "USD")},
+		Owner:   name, OwnerAlive: w.alive,
 	}}
 }
 
@@ -232,6 +252,12 @@ func decideCrashing(t *testing.T, p *process, tr sluice.Trigger) (died bool) {
 				panic(r)
 			}
 			died = true
+			p.world.mu.Lock()
+			if p.world.dead == nil {
+				p.world.dead = map[string]bool{}
+			}
+			p.world.dead[p.name] = true
+			p.world.mu.Unlock()
 		}
 	}()
 	_, _, err := p.burst.Decide(context.Background(), tr)
@@ -594,4 +620,40 @@ func TestAdoptedCapacityIsCheckedAgainstTheCurrentPolicy(t *testing.T) {
 		// decision, placement (policy), release-pending, released, follow-up, its placement
 		t.Fatalf("ledger: %d records, %v", n, err)
 	}
+}
+
+func TestConcurrentResumersClaimLines(t *testing.T) {
+	// A provider without idempotency tokens (every Place buys). The first
+	// process dies after recording its intent; five processes then resume
+	// the decision at once. The line claims let exactly one of them call
+	// the provider; the others wait for its record.
+	w := newWorld(t)
+	first := w.process(t)
+	first.burst.Step = crashAt(sluice.StepAfterIntent)
+	if !decideCrashing(t, first, trigger("train-overseas")) {
+		t.Fatal("did not crash")
+	}
+	procs := make([]*process, 5)
+	for i := range procs {
+		procs[i] = w.process(t)
+		procs[i].broker.NoToken = true
+		procs[i].broker.Latency = 50 * time.Millisecond
+	}
+	recs := make([]sluice.DecisionRecord, 5)
+	errs := make([]error, 5)
+	var wg sync.WaitGroup
+	for i, p := range procs {
+		wg.Go(func() { recs[i], _, errs[i] = p.burst.Decide(context.Background(), trigger("train-overseas")) })
+	}
+	wg.Wait()
+	for i := range recs {
+		if errs[i] != nil || recs[i].Outcome != sluice.StatusPlaced {
+			t.Fatalf("resumer %d: %s, %v", i, recs[i].Outcome, errs[i])
+		}
+	}
+	st, _ := procs[0].broker.Snapshot()
+	if len(st.Orders) != 1 {
+		t.Fatalf("%d orders at a provider without tokens, want 1", len(st.Orders))
+	}
+	agree(t, procs[0])
 }

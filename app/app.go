@@ -150,7 +150,7 @@ func Open(ctx context.Context, o Options) (*App, error) {
 		Policy:   a.Policy, Ledger: a.Ledger, Broker: a.Placer, Clock: o.Clock,
 		BillingCurrency: cfg.BillingCurrency, FX: cfg.FX, InterruptionsPerHour: cfg.InterruptionsPerHour,
 		Budgets: cfg.Budgets, CodeVersion: o.CodeVersion,
-		Step: crashHook(a.placement.CrashAt), Cost: a.cost,
+		Step: crashHook(a.placement.CrashAt), Cost: a.cost, Owner: processOwner(), OwnerAlive: ownerAlive,
 	}
 	return a, nil
 }

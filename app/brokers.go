@@ -2,10 +2,13 @@ package app
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"os"
+	"strconv"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/shopspring/decimal"
@@ -169,4 +172,28 @@ func (a *App) placementProviders() []string {
 		}
 	}
 	return out
+}
+
+// processOwner names this process in line claims: "<hostname>/pid-<pid>".
+func processOwner() string {
+	host, _ := os.Hostname()
+	return host + "/pid-" + strconv.Itoa(os.Getpid())
+}
+
+// ownerAlive says whether a line claim's holder (processOwner, plus the
+// burst's "/<n>") is still running: a process on this host is looked up by
+// pid (signal 0); one elsewhere (another Lambda container) is presumed alive
+// until its lease expires.
+func ownerAlive(owner string) bool {
+	host, rest, ok := strings.Cut(owner, "/pid-")
+	if me, _ := os.Hostname(); !ok || host != me {
+		return true
+	}
+	pidText, _, _ := strings.Cut(rest, "/")
+	pid, err := strconv.Atoi(pidText)
+	if err != nil || pid <= 0 {
+		return true
+	}
+	err = syscall.Kill(pid, 0)
+	return err == nil || errors.Is(err, syscall.EPERM)
 }

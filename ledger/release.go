@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/shopspring/decimal"
 
@@ -192,4 +193,60 @@ func (s *SQLite) OpenPlacements(ctx context.Context, queue string) ([]sluice.Ope
 		ops[i] = r.op
 	}
 	return ops, nil
+}
+
+// lineClaimsSchema is the table of line claims: an operational lease, not an
+// audit record (it is outside the hash chain and Verify). One row per
+// decision line; the holder and the lease's end are overwritten when the
+// claim changes hands.
+const lineClaimsSchema = `CREATE TABLE IF NOT EXISTS line_claims (
+	decision_id TEXT NOT NULL,
+	line        INTEGER NOT NULL,
+	owner       TEXT NOT NULL,
+	until       TEXT NOT NULL,
+	PRIMARY KEY (decision_id, line)
+)`
+
+var _ sluice.LineClaims = (*SQLite)(nil)
+
+// ClaimLine takes the lease on one decision line for owner until until
+// (sluice.LineClaims). Inside one write transaction (BEGIN IMMEDIATE, so
+// processes serialise): no claim, or one held by owner, or one that steal
+// says may be taken (expired, or its holder is dead) → owner holds it now
+// (ok); otherwise ok = false. prev is the holder before the call ("" when
+// the line was never claimed).
+func (s *SQLite) ClaimLine(ctx context.Context, decisionID string, line int, owner string, until time.Time,
+	steal func(holder string, holderUntil time.Time) bool) (prev string, ok bool, err error) {
+	if decisionID == "" || owner == "" {
+		return "", false, errors.New("ledger: claim line: empty decision id or owner")
+	}
+	tx, err := s.db.BeginTx(ctx, nil)
+	if err != nil {
+		return "", false, fmt.Errorf("ledger: claim %s line %d: %w", decisionID, line, err)
+	}
+	defer tx.Rollback()
+	if _, err := tx.ExecContext(ctx, lineClaimsSchema); err != nil {
+		return "", false, fmt.Errorf("ledger: claim %s line %d: %w", decisionID, line, err)
+	}
+	var cur, curUntil string
+	err = tx.QueryRowContext(ctx, `SELECT owner, until FROM line_claims WHERE decision_id = ? AND line = ?`, decisionID, line).Scan(&cur, &curUntil)
+	switch {
+	case errors.Is(err, sql.ErrNoRows):
+	case err != nil:
+		return "", false, fmt.Errorf("ledger: claim %s line %d: %w", decisionID, line, err)
+	case cur != owner:
+		t, perr := time.Parse(time.RFC3339Nano, curUntil)
+		if perr != nil || steal == nil || !steal(cur, t) {
+			return cur, false, nil
+		}
+	}
+	if _, err := tx.ExecContext(ctx, `INSERT INTO line_claims (decision_id, line, owner, until) VALUES (?, ?, ?, ?)
+		ON CONFLICT (decision_id, line) DO UPDATE SET owner = excluded.owner, until = excluded.until`,
+		decisionID, line, owner, until.UTC().Format(time.RFC3339Nano)); err != nil {
+		return "", false, fmt.Errorf("ledger: claim %s line %d: %w", decisionID, line, err)
+	}
+	if err := tx.Commit(); err != nil {
+		return "", false, fmt.Errorf("ledger: claim %s line %d: %w", decisionID, line, err)
+	}
+	return cur, true, nil
 }

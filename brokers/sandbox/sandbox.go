@@ -85,6 +85,13 @@ type Broker struct {
 	// locked (flock) for each call, so several processes (a killed burst and
 	// its rerun, concurrent deliveries) see one provider.
 	StatePath string
+	// NoToken makes Place ignore the client token, as a provider without
+	// idempotency tokens (RunPod, Vast, AutoDL: found by name only) would:
+	// every Place creates an order. Find still finds the first by token.
+	NoToken bool
+	// Latency delays each Place before the provider sees it (the request in
+	// flight), widening the window in which concurrent callers race.
+	Latency time.Duration
 
 	mu sync.Mutex
 	st State
@@ -237,6 +244,9 @@ func (b *Broker) Place(ctx context.Context, decisionID string, line int, l sluic
 		return sluice.Placement{}, err
 	}
 	token := sluice.ClientToken(decisionID, line)
+	if b.Latency > 0 {
+		time.Sleep(b.Latency)
+	}
 	var p sluice.Placement
 	err := b.with(func(st *State) error {
 		st.Calls = append(st.Calls, "place "+l.Provider+" "+token)
@@ -245,7 +255,7 @@ func (b *Broker) Place(ctx context.Context, decisionID string, line int, l sluic
 		if class := st.fault(OpPlace, l.Provider, l.OfferID, FaultTransient); class != "" {
 			return faultError(class, l.Provider+" "+l.OfferID)
 		}
-		if o := st.order(token); o != nil {
+		if o := st.order(token); o != nil && !b.NoToken {
 			p = o.Placement
 			return nil
 		}

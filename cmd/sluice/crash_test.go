@@ -534,3 +534,38 @@ func TestKilledDuringProviderCall(t *testing.T) {
 		t.Fatalf("killed: %s; rerun: %s; %d instances ever created, want 2 unrecorded then 4 and agreement", killed, c, len(f.instances(t)))
 	}
 }
+
+// TestFiveConcurrentResumers: the first process dies right after recording
+// the intent; the alarm is then redelivered to five processes at once, all
+// of which resume the same recorded lines concurrently.
+func TestFiveConcurrentResumers(t *testing.T) {
+	sluiceBin, fakeBin := binaries(t)
+	for _, event := range []string{"alarm-sns-burst.json", "alarm-sns-beijing.json"} {
+		t.Run(event, func(t *testing.T) {
+			dir := t.TempDir()
+			f := startFakes(t, fakeBin, dir)
+			lp := filepath.Join(dir, "ledger.db")
+			if code, out := burstEvent(t, sluiceBin, f, event, lp, sluice.StepAfterIntent); code != 137 {
+				t.Fatalf("crash run exited %d\n%s", code, out)
+			}
+			codes := make([]int, 5)
+			outs := make([]string, 5)
+			var wg sync.WaitGroup
+			for i := range codes {
+				wg.Go(func() { codes[i], outs[i] = burstEvent(t, sluiceBin, f, event, lp, "") })
+			}
+			wg.Wait()
+			for i, c := range codes {
+				if c != 0 {
+					t.Fatalf("resumer %d exited %d\n%s", i, c, outs[i])
+				}
+			}
+			c := compare(t, f, lp)
+			ever := len(f.instances(t))
+			t.Logf("%s, 5 concurrent resumers: %s; instances ever created %d", event, c, ever)
+			if c.running != 4 || ever != 4 || c.duplicates+c.orphans+c.unrecorded+c.missing != 0 {
+				t.Fatalf("%s; %d ever created, want 4 and agreement", c, ever)
+			}
+		})
+	}
+}
