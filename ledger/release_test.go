@@ -201,3 +201,34 @@ func TestVerifyTamperedRelease(t *testing.T) {
 	tamper(t, path, `UPDATE records SET body = replace(body, '"amount":"12"', '"amount":"1"') WHERE seq = 4`)
 	wantVerifyError(t, s, 4, ProblemHashMismatch, 3)
 }
+
+func TestClaimLine(t *testing.T) {
+	s, _ := newLedger(t)
+	ctx := t.Context()
+	t0 := time.Date(2026, 11, 29, 10, 0, 0, 0, time.UTC)
+	never := func(string, time.Time) bool { return false }
+	expired := func(_ string, until time.Time) bool { return !t0.Add(3 * time.Minute).Before(until) }
+	steps := []struct {
+		owner string
+		steal func(string, time.Time) bool
+		prev  string
+		ok    bool
+	}{
+		{"a", never, "", true},    // first claim
+		{"b", never, "a", false},  // held by a
+		{"a", never, "a", true},   // a renews
+		{"b", expired, "a", true}, // a's lease (t0+2m) has expired at t0+3m: b takes over
+		{"a", never, "b", false},  // now b holds it
+	}
+	for i, st := range steps {
+		prev, ok, err := s.ClaimLine(ctx, "dec-1", 0, st.owner, t0.Add(2*time.Minute), st.steal)
+		if err != nil || prev != st.prev || ok != st.ok {
+			t.Fatalf("step %d (%s): prev %q ok %v err %v; want %q %v", i, st.owner, prev, ok, err, st.prev, st.ok)
+		}
+	}
+	// Another line is independent; claims are outside the chain.
+	if prev, ok, err := s.ClaimLine(ctx, "dec-1", 1, "a", t0, never); err != nil || !ok || prev != "" {
+		t.Fatalf("line 1: %q %v %v", prev, ok, err)
+	}
+	mustVerify(t, s, 0)
+}
