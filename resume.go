@@ -12,8 +12,18 @@ package sluice
 // Resume. A trigger whose decision is already recorded resumes it: for each
 // recorded line without a placement record, Broker.Find looks the line up at
 // the provider first (token or tags) and adopts what exists; only what is
-// missing is placed, with the same token, so the provider's idempotency
-// covers a concurrent resumer too. Adopted capacity passes the same checks as
+// missing is placed, with the same token.
+//
+// Line claims. Before any provider call for a line, the burst takes the
+// line's lease in the ledger (LineClaims, ClaimLease = 2 min; outside the hash
+// chain): one process at a time calls a provider for one line. Another
+// process resuming the same decision waits for the holder's placement record
+// and takes it. A holder that died (same host, its pid gone: OwnerAlive) or
+// whose lease expired is taken over, and the new holder looks the line up
+// first. Client tokens already make EC2 and Alibaba idempotent; the claims
+// are what keep RunPod, Vast and AutoDL (found by name or label only) from
+// buying twice when resumers race. A ledger without LineClaims falls back to
+// the providers' own idempotency. Adopted capacity passes the same checks as
 // new capacity: the policy is evaluated again on the line's offer
 // (checkAdopt), then checkReuse (provider, market, units, price read back
 // against the line's bid or unit price and the queue's ceiling); capacity
