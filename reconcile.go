@@ -126,7 +126,7 @@ func (c *Reconciler) Reconcile(ctx context.Context) (ReconcileReport, error) {
 		r := Release{Kind: "release", DecisionID: op.DecisionID, Line: op.Line, Queue: op.Queue, Provider: op.Provider,
 			ExternalIDs: op.ExternalIDs, State: ReleaseLost, Reason: ReleaseReconcileLost, Slots: op.Slots,
 			RequestedAt: now, At: now, Error: "the provider no longer lists the placement's instances"}
-		r.AccruedCost, r.BilledSeconds = d.cost(op.Placement, now)
+		r.AccruedCost, r.BilledSeconds = d.cost(ctx, op.Placement, now)
 		if err := c.Ledger.AppendRelease(ctx, r); err != nil && !errors.Is(err, ErrDuplicate) {
 			return rep, fmt.Errorf("reconcile: recording lost %s line %d: %w", op.DecisionID, op.Line, err)
 		}

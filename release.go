@@ -104,7 +104,17 @@ func (d *Drainer) now() time.Time {
 	return d.Clock.Now().UTC()
 }
 
-func (d *Drainer) cost(p Placement, end time.Time) (Money, int64) {
+// cost is what p cost until end. A reservation (a capacity block) is paid
+// for its whole term whatever ran: Price × Units × the line's Hours (the
+// term, as planned), billed seconds = Hours × 3600, when the decision is
+// recorded; anything else is priced by Cost (default PerSecond).
+func (d *Drainer) cost(ctx context.Context, p Placement, end time.Time) (Money, int64) {
+	if p.Market == Reserved && d.Ledger != nil && p.DecisionID != "" {
+		if rec, ok, err := d.Ledger.Decision(ctx, p.DecisionID); err == nil && ok && p.Line >= 0 && p.Line < len(rec.Lines) {
+			h := rec.Lines[p.Line].Hours
+			return p.Price.Mul(h).MulInt(p.Units), h.Mul(decimal.NewFromInt(3600)).Ceil().IntPart()
+		}
+	}
 	if d.Cost != nil {
 		return d.Cost(p, end)
 	}
@@ -140,7 +150,7 @@ func (d *Drainer) release(ctx context.Context, op OpenPlacement, reason, note st
 		return r, fmt.Errorf("releasing %s line %d at %s (%v): %w", p.DecisionID, p.Line, p.Provider, err, ErrReleasePending)
 	}
 	r.State, r.At = ReleaseReleased, res.At.UTC()
-	r.AccruedCost, r.BilledSeconds = d.cost(p, r.At)
+	r.AccruedCost, r.BilledSeconds = d.cost(ctx, p, r.At)
 	if d.Ledger != nil {
 		if err := d.Ledger.AppendRelease(ctx, r); err != nil && !errors.Is(err, ErrDuplicate) {
 			return r, fmt.Errorf("recording release of %s line %d: %w", p.DecisionID, p.Line, err)

@@ -657,3 +657,28 @@ func TestConcurrentResumersClaimLines(t *testing.T) {
 	}
 	agree(t, procs[0])
 }
+
+func TestReservationAccruesItsWholeTerm(t *testing.T) {
+	// A 24-hour capacity block at 9 USD per instance-hour, 1 unit, drained
+	// after 30 minutes: paid for its term, 9 × 24 = 216 USD, 86400 s.
+	w := newWorld(t)
+	p := w.process(t)
+	block := offer("aws-block", "aws", "us-east-1", sluice.Reserved, "9", 1)
+	block.TermHours = 24
+	p.burst.Quotes = quotes{block}
+	tr := trigger("train-overseas")
+	tr.Depth = 1
+	rec, _, err := p.burst.Decide(context.Background(), tr)
+	if err != nil || rec.Outcome != sluice.StatusPlaced || rec.Lines[0].Market != sluice.Reserved {
+		t.Fatalf("decide: %v %s %+v", err, rec.Outcome, rec.Lines)
+	}
+	w.clock.Add(30 * time.Minute)
+	tr.State = sluice.StateOK
+	rep, err := (&sluice.Drainer{Ledger: p.ledger, Broker: p.broker, Clock: w.clock}).Drain(context.Background(), tr)
+	if err != nil || len(rep.Released) != 1 {
+		t.Fatalf("drain: %+v %v", rep, err)
+	}
+	if r := rep.Released[0]; r.AccruedCost.String() != "216 USD" || r.BilledSeconds != 86400 {
+		t.Fatalf("accrued %s for %d s, want 216 USD for 86400 s", r.AccruedCost, r.BilledSeconds)
+	}
+}
