@@ -161,6 +161,17 @@ func (r *rie) invoke(t *testing.T, event []byte) ([]byte, time.Duration) {
 	return body, took
 }
 
+// waitLog reports whether the log shows s within 5 s (the RIE writes its
+// log lines as the runtime's state changes, after the HTTP answer).
+func (r *rie) waitLog(s string) bool {
+	for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+		if strings.Contains(r.log.String(), s) {
+			return true
+		}
+	}
+	return false
+}
+
 var (
 	// reportRE matches the Duration of each REPORT line of the RIE log.
 	reportRE = regexp.MustCompile(`REPORT RequestId: \S+\s+(?:Init Duration: [0-9.]+ ms\s+)?Duration: ([0-9.]+) ms`)
@@ -586,7 +597,7 @@ func TestFunctionsUnderRIE(t *testing.T) {
 	_ = os.WriteFile(badCfg, []byte("billing_currency: USD\nno_such_key: 1\n"), 0o644)
 	broken := startRIE(t, bins.rie, bins.burst, append(slices.Clone(env), "SLUICE_CONFIG="+badCfg))
 	if status, body, _ := broken.post(t, rename(t, "events/alarm-sns-burst.json", q)); status == http.StatusOK ||
-		!strings.Contains(broken.log.String(), "Runtime.ExitError") || !strings.Contains(broken.log.String(), "field no_such_key not found") {
+		!broken.waitLog("Runtime.ExitError") || !broken.waitLog("field no_such_key not found") {
 		t.Errorf("broken init: HTTP %d %s\n%s", status, body, broken.log.String())
 	} else {
 		t.Logf("broken init: HTTP %d, log: Runtime.ExitError, bad config named", status)
