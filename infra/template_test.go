@@ -141,7 +141,14 @@ func TestTemplateShape(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	readme, err := os.ReadFile("README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
 	for name, p := range params {
+		if !bytes.Contains(readme, []byte("| `"+name+"` |")) {
+			t.Errorf("parameter %s has no row in README.md's parameter table", name)
+		}
 		if p.(map[string]any)["Description"] == nil {
 			t.Errorf("parameter %s has no Description", name)
 		}
