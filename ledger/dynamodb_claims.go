@@ -10,7 +10,11 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/sluicehq/sluice"
 )
+
+var _ sluice.LineClaims = (*DynamoDB)(nil)
 
 // ClaimLine takes the lease on one decision line for owner until until (the
 // burst core's optional line-claim capability; SQLite.ClaimLine is the same
