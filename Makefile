@@ -8,7 +8,7 @@ REPLAY  ?= testdata/replay
 LEDGER  ?= sluice.db
 BIN     := bin
 
-.PHONY: run test policy bench lint build fuzz clean
+.PHONY: run test policy bench lint build fuzz clean package
 
 ## run: the main job offline: a real-format SNS alarm, recorded provider quotes, sandbox broker, SQLite ledger.
 run:
@@ -17,7 +17,7 @@ run:
 ## test: policy checks, go vet and every Go test; ends with "N passed, N failed".
 test: policy
 	$(GO) vet ./...
-	@set -o pipefail; rc=0; $(GO) test -count=1 -v ./... > .gotest.log 2>&1 || rc=$$?; \
+	@set -o pipefail; rc=0; $(GO) test -count=1 -timeout 20m -v ./... > .gotest.log 2>&1 || rc=$$?; \
 	grep -E '^(ok|FAIL|---|panic:|\?)|^\s+--- FAIL' .gotest.log | grep -v -- '--- PASS' || true; \
 	p=$$(grep -c -- '--- PASS' .gotest.log); f=$$(grep -c -- '--- FAIL' .gotest.log); s=$$(grep -c -- '--- SKIP' .gotest.log); \
 	echo "$$p passed, $$f failed, $$s skipped"; exit $$rc
@@ -51,5 +51,9 @@ build:
 	$(GO) build -o $(BIN)/sluice ./cmd/sluice
 	CGO_ENABLED=0 GOOS=linux GOARCH=arm64 $(GO) build -tags lambda.norpc -o $(BIN)/burst/bootstrap ./functions/burst
 
+## package: one Lambda zip per function under build/ (provided.al2023, arm64): bootstrap + sluice.yaml.
+package:
+	infra/package.sh $(CONFIG)
+
 clean:
-	rm -rf $(BIN) .gotest.log .opa-coverage.json sluice.db sluice.db-wal sluice.db-shm
+	rm -rf $(BIN) build .gotest.log .opa-coverage.json sluice.db sluice.db-wal sluice.db-shm
