@@ -39,6 +39,11 @@ type Reconciler struct {
 	Cost func(p Placement, end time.Time) (Money, int64)
 	// AdoptAfter: 0 = DefaultAdoptAfter; negative = at once (tests, the crash test).
 	AdoptAfter time.Duration
+	// Resume, when set, settles a committed decision's unrecorded lines the
+	// way a redelivered trigger would (Burst.Resume: line claims, look-up,
+	// the policy and price checks of new capacity, fall-through). Without
+	// it, what the provider holds for the line is recorded as found.
+	Resume func(ctx context.Context, decisionID string) (DecisionRecord, bool, error)
 }
 
 // ReconcileReport is what one reconcile found and did.
@@ -173,6 +178,33 @@ func (c *Reconciler) Reconcile(ctx context.Context) (ReconcileReport, error) {
 			if rec != nil && in.Line >= 0 && in.Line < len(rec.Lines) && !hasPlacement(rec, in.Line) {
 				// A committed line without a record: adopt it (after the grace period).
 				if now.Sub(rec.DecidedAt) < adoptAfter && adoptAfter > 0 {
+					continue
+				}
+				if c.Resume != nil {
+					adopted[in.DecisionID+"\x00"+fmt.Sprint(in.Line)] = true
+					got, ok, err := c.Resume(ctx, rec.DecisionID)
+					if err != nil || !ok {
+						rep.Errors = append(rep.Errors, fmt.Sprintf("%s: resuming %s: ok=%v: %v", prov, rec.DecisionID, ok, err))
+						continue
+					}
+					// Every line the resume settled is now the ledger's: its
+					// instances are neither adopted again nor orphans.
+					for _, r := range append([]DecisionRecord{got}, got.FollowUps...) {
+						for _, p := range r.Placements {
+							fresh := true
+							for _, id := range p.ExternalIDs {
+								k := p.Provider + "\x00" + id
+								fresh = fresh && !known[k]
+								known[k] = true
+							}
+							// Refused capacity (class policy or price-mismatch) was released by the resume.
+							if fresh && p.Error == "" && p.ErrorClass == "" {
+								rep.Adopted = append(rep.Adopted, p)
+							}
+						}
+						r := r
+						decisions[r.DecisionID] = &r
+					}
 					continue
 				}
 				p, ok, err := c.Broker.Find(ctx, prov, rec.DecisionID, in.Line)

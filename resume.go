@@ -575,6 +575,27 @@ func (b *Burst) maxFollowUps() int {
 	return DefaultMaxFollowUps
 }
 
+// Resume carries on the recorded decision id (or, for a follow-up, the
+// decision it follows) exactly as a redelivered trigger would: lines
+// without a record are claimed, looked up, checked (policy as it is now,
+// price) and adopted or placed, and refusals fall through. Reconcile uses it
+// to settle lines a burst left unrecorded. ok = false when id is not recorded.
+func (b *Burst) Resume(ctx context.Context, id string) (rec DecisionRecord, ok bool, err error) {
+	for {
+		rec, ok, err = b.Ledger.Decision(ctx, id)
+		if err != nil || !ok {
+			return rec, ok, err
+		}
+		if rec.FollowUpOf == "" {
+			break
+		}
+		id = rec.FollowUpOf
+	}
+	err = b.complete(ctx, &rec, true, b.newRun())
+	rec.Outcome = Outcome(rec)
+	return rec, true, err
+}
+
 // FollowUpID is the id of the n-th follow-up (1-based) of decision id.
 func FollowUpID(id string, n int) string { return id + "-f" + strconv.Itoa(n) }
 

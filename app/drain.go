@@ -22,10 +22,11 @@ func (a *App) Drain(ctx context.Context, t sluice.Trigger) (sluice.DrainReport, 
 // matches them with the ledger (sluice.Reconciler): orphans are terminated
 // and recorded, placements the provider no longer has are recorded lost,
 // pending releases are retried, unrecorded lines of committed decisions are
-// adopted after sluice.DefaultAdoptAfter (Options.AdoptAfter). For the
+// settled after sluice.DefaultAdoptAfter (Options.AdoptAfter) by resuming the
+// decision (Burst.Resume: the same claims and checks as a redelivery). For the
 // reconcile function (functions/reconcile) and `sluice reconcile`.
 func (a *App) Reconcile(ctx context.Context) (sluice.ReconcileReport, error) {
 	c := &sluice.Reconciler{Ledger: a.Ledger, Broker: a.Placer, Clock: a.Burst.Clock, Cost: a.cost,
-		Providers: a.placementProviders(), AdoptAfter: a.adoptAfter}
+		Providers: a.placementProviders(), AdoptAfter: a.adoptAfter, Resume: a.Burst.Resume}
 	return c.Reconcile(ctx)
 }

@@ -206,17 +206,24 @@ func TestReconcileAdoptsAnUnrecordedLine(t *testing.T) {
 		defer func() { _ = recover() }()
 		_, _, _ = a.Burst.Decide(ctx, triggerOf(t, "alarm-sns-burst.json"))
 	}()
+	a.Burst.Step = nil
 	c.Add(time.Hour)
+	// Reconcile resumes the decision as a redelivery would: line 0 is found
+	// at the provider and adopted, line 1 (never placed) is placed.
 	rep, err := a.Reconcile(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(rep.Adopted) != 1 || rep.Adopted[0].Line != 0 || len(rep.Orphans) != 0 {
+	if len(rep.Adopted) != 2 || rep.Adopted[0].Line != 0 || rep.Adopted[1].Line != 1 || len(rep.Orphans) != 0 {
 		t.Fatalf("reconcile: adopted %+v orphans %+v", rep.Adopted, rep.Orphans)
 	}
 	open, _ := a.Ledger.OpenPlacements(ctx, "train-overseas")
-	if len(open) != 1 || len(open[0].ExternalIDs) != 2 {
-		t.Fatalf("open: %+v", open)
+	running, _ := a.Broker.Running()
+	if len(open) != 2 || len(running) != 2 {
+		t.Fatalf("open %d, running %d; want 2 and 2 (nothing bought twice)", len(open), len(running))
+	}
+	if rep, err := a.Reconcile(ctx); err != nil || len(rep.Adopted)+len(rep.Orphans)+len(rep.Lost) != 0 {
+		t.Fatalf("second reconcile: %+v %v", rep, err)
 	}
 }
 

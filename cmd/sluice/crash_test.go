@@ -569,3 +569,34 @@ func TestFiveConcurrentResumers(t *testing.T) {
 		})
 	}
 }
+
+// TestReconcileSettlesACrashedBurst: the burst dies after its first
+// provider call and the alarm is never redelivered; `sluice reconcile`
+// resumes the decision (adopts line 0, places line 1), and the provider and
+// the ledger agree.
+func TestReconcileSettlesACrashedBurst(t *testing.T) {
+	sluiceBin, fakeBin := binaries(t)
+	dir := t.TempDir()
+	f := startFakes(t, fakeBin, dir)
+	lp := filepath.Join(dir, "ledger.db")
+	if code, out := burstProcess(t, sluiceBin, f, lp, sluice.StepAfterPlace(1)); code != 137 {
+		t.Fatalf("crash run exited %d\n%s", code, out)
+	}
+	killed := compare(t, f, lp)
+	code, out := sluiceProcess(t, sluiceBin, f, "reconcile", "--json", "--adopt-after", "0", "--config", "../../testdata/sluice.yaml",
+		"--replay", "../../testdata/replay", "--ledger", lp)
+	if code != 0 {
+		t.Fatalf("reconcile exited %d\n%s", code, out)
+	}
+	var rep sluice.ReconcileReport
+	if err := json.Unmarshal([]byte(out), &rep); err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	c := compare(t, f, lp)
+	t.Logf("reconcile after a crash at after-place-1: killed %s | after reconcile %s; settled %d lines, orphans %d; ever created %d",
+		killed, c, len(rep.Adopted), len(rep.Orphans), len(f.instances(t)))
+	if len(rep.Adopted) != 2 || len(rep.Orphans) != 0 || c.running != 4 || len(f.instances(t)) != 4 ||
+		c.duplicates+c.orphans+c.unrecorded+c.missing != 0 {
+		t.Fatalf("reconcile: %+v; %s", rep, c)
+	}
+}
