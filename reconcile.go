@@ -20,8 +20,11 @@ const DefaultAdoptAfter = 15 * time.Minute
 //     (or whose line is already released, lost or failed) is terminated and
 //     recorded as an orphan release (reason reconcile-orphan);
 //   - an instance of a committed line with no placement record (a burst that
-//     died between the provider call and the record) is adopted: its
-//     placement is recorded, once the decision is older than AdoptAfter;
+//     died between the provider call and the record) is adopted once the
+//     decision is older than AdoptAfter: with Resume (the application's
+//     Burst.Resume) the decision is carried on as a redelivered trigger would
+//     (claims, look-up, the checks of new capacity, missing lines placed,
+//     fall-through); without it, what the provider holds is recorded;
 //   - an open placement whose instances the provider no longer lists is
 //     recorded lost (reason reconcile-lost) with its accrued cost up to now
 //     (the provider does not say when it stopped billing; now is the upper bound);
