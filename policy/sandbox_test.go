@@ -7,6 +7,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"math/rand/v2"
 	"slices"
 	"strconv"
@@ -344,4 +345,30 @@ func TestPriceTextMatchesDecimal(t *testing.T) {
 			}
 		}
 	}
+}
+
+// FuzzReadBundle: any input is refused or gives files at valid relative
+// paths; it never panics.
+func FuzzReadBundle(f *testing.F) {
+	f.Add(tarGz(&testing.T{}, map[string]string{"a.rego": "package a", ".manifest": `{"revision": "x"}`}))
+	f.Add(tarGz(&testing.T{}, map[string]string{"../x.rego": "package a"}))
+	f.Add([]byte("not a bundle"))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		fsys, _, err := ReadBundle(bytes.NewReader(b))
+		if err != nil {
+			return
+		}
+		walkErr := fs.WalkDir(fsys, ".", func(name string, d fs.DirEntry, err error) error {
+			if err != nil {
+				return err
+			}
+			if !fs.ValidPath(name) {
+				t.Fatalf("invalid path %q", name)
+			}
+			return nil
+		})
+		if walkErr != nil {
+			t.Fatal(walkErr)
+		}
+	})
 }
