@@ -42,6 +42,13 @@ type Drainer struct {
 	// billing granularity, with the billed seconds (nil = PerSecond). The
 	// application wires each provider's rule (brokers/billing).
 	Cost func(p Placement, end time.Time) (Money, int64)
+	// IdleWindow is how long a queue must have had depth 0 before a trigger
+	// reporting depth 0 (ALARM or OK) drains it (config placement.drain.
+	// idle_window); 0 drains such a trigger at once. An OK trigger with a
+	// depth above 0 drains at once whatever the window: the alarm's own
+	// evaluation periods are its smoothing. See Drain for how the idle time
+	// is known without state of its own.
+	IdleWindow time.Duration
 }
 
 // DrainReport is what one drain (or a reconcile's retries) did.
@@ -53,6 +60,12 @@ type DrainReport struct {
 	Released []Release `json:"released"`
 	// Pending are the placements asked for and not confirmed (retried later).
 	Pending []Release `json:"pending"`
+	// IdleSince is when the queue was last seen at depth 0 with no later
+	// burst (the trigger's state-change time), set when an idle window applied.
+	IdleSince *time.Time `json:"idle_since,omitempty"`
+	// WaitsUntil is set when the drain waits for the idle window: a delivery
+	// of the same (or a later) depth-0 trigger at or after this time drains.
+	WaitsUntil *time.Time `json:"waits_until,omitempty"`
 }
 
 // ErrReleasePending is wrapped by Drain's error when some releases stay pending.
@@ -62,12 +75,76 @@ var ErrReleasePending = errors.New("release not confirmed by the provider; stays
 // state or reports depth 0; any other trigger is skipped. The error wraps
 // ErrReleasePending when some releases were not confirmed (the report lists
 // them), or is a ledger error.
+//
+// With an IdleWindow, a trigger reporting depth 0 drains only once the queue
+// has had depth 0 for the window. Drain keeps no state of its own to know
+// that; it reads two facts:
+//   - the trigger: the alarm's datapoint said depth 0 at its
+//     StateChangeTime, so the queue is idle since then (IdleSince);
+//   - the ledger: a decision behind one of the queue's open placements whose
+//     trigger changed state after IdleSince with depth above 0 means the
+//     queue backed up again: the depth-0 reading is stale and nothing is
+//     drained (Skipped).
+//
+// When the Clock is before IdleSince + IdleWindow, nothing is released and
+// the report says until when the drain waits (WaitsUntil, Skipped): the drain
+// happens on a delivery at or after that time (the same event again, e.g.
+// `sluice drain --event FILE` rerun, or a later depth-0 alarm). A queue whose
+// depth rose and fell back between the reading and the rerun without a burst
+// is not seen: the alarm datapoint and the ledger are all Drain knows.
 func (d *Drainer) Drain(ctx context.Context, t Trigger) (DrainReport, error) {
 	if t.State != StateOK && t.Depth != 0 {
 		return DrainReport{Queue: t.Queue, Released: []Release{}, Pending: []Release{},
 			Skipped: fmt.Sprintf("alarm %s is %s with depth %d: nothing to drain", t.AlarmName, t.State, t.Depth)}, nil
 	}
+	if t.Depth == 0 && d.IdleWindow > 0 {
+		rep, wait, err := d.idle(ctx, t)
+		if err != nil || wait {
+			return rep, err
+		}
+		drained, err := d.DrainQueue(ctx, t.Queue, ReleaseDrain)
+		drained.IdleSince = rep.IdleSince
+		return drained, err
+	}
 	return d.DrainQueue(ctx, t.Queue, ReleaseDrain)
+}
+
+// idle checks t (depth 0) against IdleWindow: wait is true when nothing may
+// be released yet, with rep saying why.
+func (d *Drainer) idle(ctx context.Context, t Trigger) (rep DrainReport, wait bool, err error) {
+	since := t.StateChangeTime.UTC()
+	rep = DrainReport{Queue: t.Queue, Released: []Release{}, Pending: []Release{}, IdleSince: &since}
+	ops, err := d.Ledger.OpenPlacements(ctx, t.Queue)
+	if err != nil {
+		return rep, true, fmt.Errorf("reading open placements of %q: %w", t.Queue, err)
+	}
+	seen := map[string]bool{}
+	for _, op := range ops {
+		id := op.DecisionID
+		if id == "" || seen[id] {
+			continue
+		}
+		seen[id] = true
+		rec, ok, err := d.Ledger.Decision(ctx, id)
+		if err != nil {
+			return rep, true, fmt.Errorf("reading decision %s: %w", id, err)
+		}
+		if ok && rec.Trigger.Depth > 0 && rec.Trigger.StateChangeTime.After(since) {
+			rep.IdleSince = nil
+			rep.Skipped = fmt.Sprintf("depth 0 at %s is stale: decision %s saw depth %d at %s; nothing drained",
+				since.Format(time.RFC3339), id, rec.Trigger.Depth, rec.Trigger.StateChangeTime.UTC().Format(time.RFC3339))
+			return rep, true, nil
+		}
+	}
+	until := since.Add(d.IdleWindow)
+	if now := d.now(); now.Before(until) {
+		rep.WaitsUntil = &until
+		idleFor := max(now.Sub(since), 0)
+		rep.Skipped = fmt.Sprintf("depth 0 since %s, idle %s of the %s idle window: the drain waits until %s",
+			since.Format(time.RFC3339), idleFor.Round(time.Second), d.IdleWindow, until.Format(time.RFC3339))
+		return rep, true, nil
+	}
+	return rep, false, nil
 }
 
 // DrainQueue releases every open placement of queue ("" = every queue),

@@ -288,8 +288,17 @@ type Placement struct {
 	BidDecided *Money  `json:"bid_decided,omitempty"`
 	BidSent    string  `json:"bid_sent,omitempty"`
 	BidUnit    BidUnit `json:"bid_unit,omitempty"`
-	// ErrorClass classifies Error: "capacity", "quota", "capability",
-	// "transient", "price-mismatch", "bid-range" (see the Err* values in broker.go).
+	// ErrorClass classifies why the line holds no capacity: "capacity",
+	// "quota", "capability", "transient", "price-mismatch", "bid-range",
+	// "policy" (ClassCapacity … ClassPolicy in resume.go; the Err* values in
+	// broker.go). With Error set, the provider refused or failed the call. It
+	// may also be set with an empty Error: the provider gave the capacity
+	// (ExternalIDs, Price are its own) but Sluice refused it on its own checks
+	// — "price-mismatch" (price or market read back beyond tolerance, or a
+	// reused placement's price no longer within the plan) or "policy" (reused
+	// capacity the current policy refuses) — and released it at once (a
+	// Release record, reason price-mismatch or policy-refused, follows).
+	// Either way the line counts as not placed and its Slots go back to demand.
 	ErrorClass string `json:"error_class,omitempty"`
 	// Error is set when the line could not be placed; the record then gives
 	// the line's Slots back to the queue's demand.
