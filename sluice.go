@@ -298,7 +298,8 @@ type Placement struct {
 	// reused placement's price no longer within the plan) or "policy" (reused
 	// capacity the current policy refuses) — and released it at once (a
 	// Release record, reason price-mismatch or policy-refused, follows).
-	// Either way the line counts as not placed and its Slots go back to demand.
+	// Either way the line counts as not placed; its Slots go back to demand
+	// at once with Error, and with the release record without it.
 	ErrorClass string `json:"error_class,omitempty"`
 	// Error is set when the line could not be placed; the record then gives
 	// the line's Slots back to the queue's demand.

@@ -42,6 +42,53 @@ type Config struct {
 	Providers map[string]Provider
 	// Queues by queue name.
 	Queues map[string]sluice.QueueProfile
+	// Placement chooses the broker that places lines and the settings its
+	// provider adapters launch with (the placement: section).
+	Placement Placement
+}
+
+// Placement modes (Placement.Mode).
+const (
+	// PlaceSandbox places with the offline sandbox broker (the default).
+	PlaceSandbox = "sandbox"
+	// PlaceProviders places through each enabled provider's adapter
+	// (brokers/router) at providers.<name>.endpoint.
+	PlaceProviders = "providers"
+)
+
+// Placement is the placement: section. The application's environment
+// variables (SLUICE_PLACEMENT, SLUICE_PLACEMENT_ENDPOINTS,
+// SLUICE_SANDBOX_STATE; app/brokers.go) override it when set.
+type Placement struct {
+	// Mode is PlaceSandbox (default) or PlaceProviders.
+	Mode string
+	// Launch are the settings each provider's adapter launches capacity with,
+	// by provider name; a provider without an entry uses its adapter's
+	// defaults (placeholder images: set them for real runs).
+	Launch map[string]Launch
+	// Drain are the release settings.
+	Drain Drain
+}
+
+// Launch is what one provider's placement adapter needs beyond the quote
+// settings (brokers/<provider> Config).
+type Launch struct {
+	// Image is the machine or container image: the EC2 AMI ("ami-…",
+	// RunInstances ImageId), the ECS image id (RunInstances ImageId), RunPod's
+	// imageName, Vast.ai's image, AutoDL's image_uuid. "" = the adapter's default.
+	Image string
+	// SecurityGroupID ("sg-…") and VSwitchID ("vsw-…") are sent with Alibaba
+	// ECS RunInstances (SecurityGroupId, VSwitchId); Alibaba only.
+	SecurityGroupID, VSwitchID string
+}
+
+// Drain are the drain settings.
+type Drain struct {
+	// IdleWindow is how long a queue must have had depth 0 before a trigger
+	// reporting depth 0 releases its capacity (sluice.Drainer.IdleWindow); 0
+	// (default) releases at once. An OK trigger with depth above 0 is not
+	// delayed.
+	IdleWindow time.Duration
 }
 
 // Quotes are the quote-collection settings.
@@ -148,6 +195,17 @@ type fileConfig struct {
 		LocalStorageOnly          strictBool `yaml:"local_storage_only"`
 		StorageZone               string     `yaml:"storage_zone"`
 	} `yaml:"queues"`
+	Placement struct {
+		Mode   string `yaml:"mode"`
+		Launch map[string]struct {
+			Image           string `yaml:"image"`
+			SecurityGroupID string `yaml:"security_group_id"`
+			VSwitchID       string `yaml:"vswitch_id"`
+		} `yaml:"launch"`
+		Drain struct {
+			IdleWindow string `yaml:"idle_window"`
+		} `yaml:"drain"`
+	} `yaml:"placement"`
 }
 
 // Load reads and validates the YAML file at path.
@@ -415,7 +473,61 @@ func Parse(b []byte, name string) (*Config, error) {
 			LocalStorageOnly: bool(q.LocalStorageOnly), StorageZone: sluice.Zone(q.StorageZone),
 		}
 	}
+	if c.Placement, err = parsePlacement(f, bad); err != nil {
+		return nil, err
+	}
 	return c, nil
+}
+
+// Launch setting formats: the providers' documented id shapes.
+var (
+	amiRE   = regexp.MustCompile(`^ami-[0-9a-f]{8}([0-9a-f]{9})?$`) // EC2 image ids
+	sgRE    = regexp.MustCompile(`^sg-[0-9a-z]{1,64}$`)             // ECS security group ids
+	vswRE   = regexp.MustCompile(`^vsw-[0-9a-z]{1,64}$`)            // VPC vSwitch ids
+	maxIdle = 7 * 24 * time.Hour                                    // beyond a week the window is a typo
+)
+
+// parsePlacement validates the placement: section.
+func parsePlacement(f fileConfig, bad func(field, format string, a ...any) error) (Placement, error) {
+	fp := f.Placement
+	p := Placement{Mode: fp.Mode, Launch: map[string]Launch{}}
+	switch p.Mode {
+	case "":
+		p.Mode = PlaceSandbox
+	case PlaceSandbox, PlaceProviders:
+	default:
+		return p, bad("placement.mode", "%q: want %s or %s", fp.Mode, PlaceSandbox, PlaceProviders)
+	}
+	for name, l := range fp.Launch {
+		field := "placement.launch." + name
+		if !slices.Contains(Providers, name) {
+			return p, bad(field, "unknown provider (known: %s)", strings.Join(Providers, ", "))
+		}
+		if name == "aws" && l.Image != "" && !amiRE.MatchString(l.Image) {
+			return p, bad(field+".image", "%q is not an AMI id (ami- and 8 or 17 hex digits)", l.Image)
+		}
+		if strings.TrimSpace(l.Image) != l.Image {
+			return p, bad(field+".image", "%q: leading or trailing space", l.Image)
+		}
+		if name != "aliyun" && (l.SecurityGroupID != "" || l.VSwitchID != "") {
+			return p, bad(field, "security_group_id / vswitch_id are Alibaba (aliyun) settings")
+		}
+		if l.SecurityGroupID != "" && !sgRE.MatchString(l.SecurityGroupID) {
+			return p, bad(field+".security_group_id", "%q is not a security group id (sg-…)", l.SecurityGroupID)
+		}
+		if l.VSwitchID != "" && !vswRE.MatchString(l.VSwitchID) {
+			return p, bad(field+".vswitch_id", "%q is not a vSwitch id (vsw-…)", l.VSwitchID)
+		}
+		p.Launch[name] = Launch{Image: l.Image, SecurityGroupID: l.SecurityGroupID, VSwitchID: l.VSwitchID}
+	}
+	if w := fp.Drain.IdleWindow; w != "" {
+		d, err := time.ParseDuration(w)
+		if err != nil || d < 0 || d > maxIdle {
+			return p, bad("placement.drain.idle_window", "%q: want a duration from 0s to %s", w, maxIdle)
+		}
+		p.Drain.IdleWindow = d
+	}
+	return p, nil
 }
 
 func duration(s string, def time.Duration) (time.Duration, error) {

@@ -5,6 +5,7 @@ import (
 	"os"
 	"strings"
 	"testing"
+	"time"
 )
 
 func TestLoadExample(t *testing.T) {
@@ -142,5 +143,95 @@ func TestQueueJobKind(t *testing.T) {
 	}
 	if p, _ := c.Profile("train-beijing"); p.Workload != "" || p.CrossNodeNVLink || p.LocalStorageOnly {
 		t.Fatalf("train-beijing has job-kind fields it does not set: %+v", p)
+	}
+}
+
+// The example's placement section is absent (make run stays on the sandbox);
+// its commented example, uncommented, parses to these values.
+func TestPlacementExample(t *testing.T) {
+	c, err := Load("../testdata/sluice.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Placement.Mode != PlaceSandbox || len(c.Placement.Launch) != 0 || c.Placement.Drain.IdleWindow != 0 {
+		t.Fatalf("default placement: %+v", c.Placement)
+	}
+	b, err := os.ReadFile("../testdata/sluice.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	text := string(b)
+	start := strings.Index(text, "# --- placement example ---\n")
+	end := strings.Index(text, "# --- end placement example ---")
+	if start < 0 || end < start {
+		t.Fatal("no placement example in testdata/sluice.yaml")
+	}
+	var example strings.Builder
+	for _, line := range strings.Split(text[start:end], "\n")[1:] {
+		example.WriteString(strings.TrimPrefix(strings.TrimPrefix(line, "#"), " ") + "\n")
+	}
+	c, err = Parse([]byte(text[:start]+example.String()), "sluice.yaml (example uncommented)")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := c.Placement
+	if p.Mode != PlaceProviders || p.Drain.IdleWindow != 15*time.Minute || len(p.Launch) != 5 {
+		t.Fatalf("placement: %+v", p)
+	}
+	want := map[string]Launch{
+		"aws":    {Image: "ami-0123456789abcdef0"},
+		"aliyun": {Image: "ubuntu_22_04_x64_20G_alibase_20240926.vhd", SecurityGroupID: "sg-bp1example0001", VSwitchID: "vsw-bp1example0001"},
+		"runpod": {Image: "runpod/pytorch:2.4.0-py3.11-cuda12.4.1-devel-ubuntu22.04"},
+		"vast":   {Image: "pytorch/pytorch:2.4.0-cuda12.4-cudnn9-devel"},
+		"autodl": {Image: "base-image-l2t43iu6uk"},
+	}
+	for name, l := range want {
+		if p.Launch[name] != l {
+			t.Errorf("launch.%s = %+v, want %+v", name, p.Launch[name], l)
+		}
+	}
+}
+
+func TestPlacementSettings(t *testing.T) {
+	base := "billing_currency: USD\nplacement:\n"
+	for _, tc := range []struct {
+		yaml     string
+		mode     string
+		idle     time.Duration
+		aliyunSG string
+	}{
+		{"", PlaceSandbox, 0, ""},
+		{"  mode: sandbox\n", PlaceSandbox, 0, ""},
+		{"  mode: providers\n  drain: {idle_window: 0s}\n", PlaceProviders, 0, ""},
+		{"  drain: {idle_window: 1h30m}\n", PlaceSandbox, 90 * time.Minute, ""},
+		{"  launch: {aliyun: {security_group_id: sg-2ze0001}}\n", PlaceSandbox, 0, "sg-2ze0001"},
+	} {
+		c, err := Parse([]byte(base+tc.yaml), "x.yaml")
+		if err != nil {
+			t.Fatalf("%q: %v", tc.yaml, err)
+		}
+		if p := c.Placement; p.Mode != tc.mode || p.Drain.IdleWindow != tc.idle || p.Launch["aliyun"].SecurityGroupID != tc.aliyunSG {
+			t.Errorf("%q: %+v", tc.yaml, p)
+		}
+	}
+	for _, tc := range []struct{ yaml, field string }{
+		{"  mode: real\n", "placement.mode"},
+		{"  mode: Providers\n", "placement.mode"},
+		{"  launch: {aws: {image: ubuntu}}\n", "placement.launch.aws.image"},
+		{"  launch: {aws: {image: ami-123}}\n", "placement.launch.aws.image"},
+		{"  launch: {runpd: {image: x}}\n", "placement.launch.runpd"},
+		{"  launch: {vast: {image: \" pytorch\"}}\n", "placement.launch.vast.image"},
+		{"  launch: {aws: {security_group_id: sg-1}}\n", "placement.launch.aws"},
+		{"  launch: {aliyun: {security_group_id: sgx-1}}\n", "placement.launch.aliyun.security_group_id"},
+		{"  launch: {aliyun: {vswitch_id: vpc-1}}\n", "placement.launch.aliyun.vswitch_id"},
+		{"  launch: {aws: {subnet: subnet-1}}\n", "subnet"},
+		{"  drain: {idle_window: soon}\n", "placement.drain.idle_window"},
+		{"  drain: {idle_window: -5m}\n", "placement.drain.idle_window"},
+		{"  drain: {idle_window: 200h}\n", "placement.drain.idle_window"},
+	} {
+		_, err := Parse([]byte(base+tc.yaml), "x.yaml")
+		if !errors.Is(err, ErrBadConfig) || !strings.Contains(err.Error(), tc.field) || !strings.Contains(err.Error(), "x.yaml") {
+			t.Errorf("%q: err = %v, want one naming %s", tc.yaml, err, tc.field)
+		}
 	}
 }
