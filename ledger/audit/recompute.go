@@ -307,7 +307,51 @@ func checkFollower(r ledger.Stored, d *Decision) error {
 			if rel.AccruedCost.IsSet() && p != nil && p.Price.IsSet() && rel.AccruedCost.Currency != p.Price.Currency {
 				return fmt.Errorf("accrued_cost in %s, the placement's price in %s", rel.AccruedCost.Currency, p.Price.Currency)
 			}
+			if p != nil {
+				if err := checkAccrued(rel, *p, d.Rec.Lines[rel.Line]); err != nil {
+					return err
+				}
+			}
 		}
+	}
+	return nil
+}
+
+// checkAccrued recomputes a settled release step's accrued cost from its
+// placement, as sluice.Drainer computed it: a reservation costs price ×
+// units × the line's hours, billed seconds = ⌈hours × 3600⌉; anything else
+// costs price × units × billed seconds ÷ 3600, the division rounded half
+// away from zero to sluice.AccruedScale places (sluice.PerSecond and the
+// application's per-provider rule), and its billed seconds cover at least
+// the running time from placed_at to at, rounded up to the second (a
+// provider's granularity and minimum only add to it). A placement with no
+// price read back accrues nothing.
+func checkAccrued(rel sluice.Release, p sluice.Placement, l sluice.Line) error {
+	if !p.Price.IsSet() {
+		if !rel.AccruedCost.Amount.IsZero() {
+			return fmt.Errorf("accrued_cost %s on a placement with no price read back", rel.AccruedCost)
+		}
+		return nil
+	}
+	units := decimal.NewFromInt(int64(p.Units))
+	var want decimal.Decimal
+	if p.Market == sluice.Reserved {
+		want = p.Price.Amount.Mul(l.Hours).Mul(units)
+		if secs := l.Hours.Mul(decimal.NewFromInt(3600)).Ceil().IntPart(); rel.BilledSeconds != secs {
+			return fmt.Errorf("billed_seconds %d, the reservation's term is %d s", rel.BilledSeconds, secs)
+		}
+	} else {
+		if run := rel.At.Sub(p.PlacedAt); run > 0 {
+			if secs := int64((run + time.Second - 1) / time.Second); rel.BilledSeconds < secs {
+				return fmt.Errorf("billed_seconds %d, less than the %d s from placed_at %s to at %s", rel.BilledSeconds, secs,
+					p.PlacedAt.UTC().Format(time.RFC3339), rel.At.UTC().Format(time.RFC3339))
+			}
+		}
+		want = p.Price.Amount.Mul(units.Mul(decimal.NewFromInt(rel.BilledSeconds))).DivRound(decimal.NewFromInt(3600), sluice.AccruedScale)
+	}
+	if !rel.AccruedCost.Amount.Equal(want) {
+		return fmt.Errorf("accrued_cost: recorded %s, price %s × %d units over %d billed seconds = %s %s",
+			rel.AccruedCost, p.Price, p.Units, rel.BilledSeconds, want, p.Price.Currency)
 	}
 	return nil
 }
