@@ -63,8 +63,9 @@ type Options struct {
 	// (Policy.Dir, `--policy DIR`) or a bundle file / S3 object; zero = the
 	// SLUICE_POLICY_* environment, else the embedded policy.
 	Policy PolicySource
-	// Placement chooses the placement broker (brokers.go); nil = from the
-	// environment (PlacementFromEnv), which defaults to the sandbox.
+	// Placement chooses the placement broker (brokers.go); nil = the
+	// config's placement: section with the environment over it
+	// (PlacementFor), which defaults to the sandbox.
 	Placement *Placement
 	// AdoptAfter is reconcile's grace before adopting an unrecorded line
 	// (0 = sluice.DefaultAdoptAfter, negative = at once).

@@ -20,18 +20,19 @@ import (
 	"github.com/sluicehq/sluice/config"
 )
 
-// Placement choices (Placement.Mode).
+// Placement choices (Placement.Mode), the config's placement.mode values.
 const (
 	// PlaceSandbox places with the offline sandbox broker (the default, `make run`).
-	PlaceSandbox = "sandbox"
+	PlaceSandbox = config.PlaceSandbox
 	// PlaceProviders places through each provider's adapter (brokers/router)
 	// at the configured endpoints (providers.<name>.endpoint, or Endpoints).
-	PlaceProviders = "providers"
+	PlaceProviders = config.PlaceProviders
 )
 
 // Placement says which broker places lines. The zero value is the sandbox.
 type Placement struct {
-	// Mode is PlaceSandbox ("" too) or PlaceProviders.
+	// Mode is PlaceSandbox ("" too) or PlaceProviders (config.PlaceSandbox,
+	// config.PlaceProviders: the config's placement.mode).
 	Mode string
 	// Endpoints override providers.<name>.endpoint for placement (the
 	// loopback fakes of cmd/fakeproviders). With a replay of recorded quotes,
@@ -79,6 +80,37 @@ func PlacementFromEnv(getenv func(string) string) (Placement, error) {
 	return p, nil
 }
 
+// PlacementFor is the placement of cfg's placement: section with the
+// environment over it (PlacementFromEnv): EnvPlacement, when set, replaces
+// placement.mode; the endpoints, the sandbox state file and the crash step
+// come from the environment only. An error names the variable.
+func PlacementFor(cfg *config.Config, getenv func(string) string) (Placement, error) {
+	p, err := PlacementFromEnv(getenv)
+	if err != nil {
+		return p, err
+	}
+	if p.Mode == "" {
+		p.Mode = cfg.Placement.Mode
+	}
+	return p, nil
+}
+
+// routerLaunch is the router options of cfg's placement.launch settings
+// (images per provider, Alibaba's security group and vSwitch).
+func routerLaunch(cfg *config.Config, o router.Options) router.Options {
+	for name, l := range cfg.Placement.Launch {
+		if l.Image != "" {
+			if o.Images == nil {
+				o.Images = map[string]string{}
+			}
+			o.Images[name] = l.Image
+		}
+	}
+	al := cfg.Placement.Launch["aliyun"]
+	o.AliyunSecurityGroupID, o.AliyunVSwitchID = al.SecurityGroupID, al.VSwitchID
+	return o
+}
+
 // billingRules is what a broker that knows its providers' billing
 // granularity offers (brokers/router).
 type billingRules interface {
@@ -93,7 +125,7 @@ func (a *App) wireBroker(ctx context.Context, o Options) error {
 		pl = *o.Placement
 	} else {
 		var err error
-		if pl, err = PlacementFromEnv(os.Getenv); err != nil {
+		if pl, err = PlacementFor(a.Config, os.Getenv); err != nil {
 			return err
 		}
 	}
@@ -117,7 +149,8 @@ func (a *App) wireBroker(ctx context.Context, o Options) error {
 		}
 		cfg.Providers[name] = p
 	}
-	r, err := router.FromConfig(ctx, &cfg, router.Options{Getenv: o.Getenv, Endpoints: pl.Endpoints, Records: a.Ledger, Now: o.Clock.Now})
+	r, err := router.FromConfig(ctx, &cfg, routerLaunch(a.Config,
+		router.Options{Getenv: o.Getenv, Endpoints: pl.Endpoints, Records: a.Ledger, Now: o.Clock.Now}))
 	if err != nil {
 		return fmt.Errorf("placement: %w", err)
 	}

@@ -14,7 +14,8 @@ import (
 // retried by the next drain or reconcile), or is a ledger error. For the
 // drain function (functions/drain) and `sluice drain`.
 func (a *App) Drain(ctx context.Context, t sluice.Trigger) (sluice.DrainReport, error) {
-	d := &sluice.Drainer{Ledger: a.Ledger, Broker: a.Placer, Clock: a.Burst.Clock, Cost: a.cost}
+	d := &sluice.Drainer{Ledger: a.Ledger, Broker: a.Placer, Clock: a.Burst.Clock, Cost: a.cost,
+		IdleWindow: a.Config.Placement.Drain.IdleWindow}
 	return d.Drain(ctx, t)
 }
 

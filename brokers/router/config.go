@@ -31,6 +31,9 @@ type Options struct {
 	// ECS ImageId, RunPod imageName, Vast image, AutoDL image_uuid); a
 	// provider without one uses its adapter's default.
 	Images map[string]string
+	// AliyunSecurityGroupID and AliyunVSwitchID are sent with ECS
+	// RunInstances (aliyun.Config SecurityGroupID, VSwitchID); "" = not sent.
+	AliyunSecurityGroupID, AliyunVSwitchID string
 	// HTTPClient is used by the non-AWS adapters (default: 30 s timeout).
 	HTTPClient *http.Client
 	// Now is the clock (default time.Now).
@@ -91,7 +94,8 @@ var builders = map[string]func(ctx context.Context, endpoint, key, secret string
 	},
 	"aliyun": func(_ context.Context, endpoint, key, secret string, p config.Provider, o Options) (placement.Adapter, error) {
 		return aliyun.New(aliyun.Config{Endpoint: endpoint, AccessKeyID: key, AccessKeySecret: secret, Regions: p.Regions,
-			ImageID: o.Images["aliyun"], HTTPClient: o.HTTPClient, Now: o.Now}), nil
+			ImageID: o.Images["aliyun"], SecurityGroupID: o.AliyunSecurityGroupID, VSwitchID: o.AliyunVSwitchID,
+			HTTPClient: o.HTTPClient, Now: o.Now}), nil
 	},
 	"runpod": func(_ context.Context, endpoint, key, _ string, _ config.Provider, o Options) (placement.Adapter, error) {
 		return runpod.New(runpod.Config{URL: endpoint, APIKey: key, ImageName: o.Images["runpod"], HTTPClient: o.HTTPClient, Now: o.Now}), nil
