@@ -20,15 +20,18 @@ func Hours(d time.Duration) string {
 var tiers = []sluice.Tier{sluice.TierBase, sluice.TierElastic, sluice.TierEmergency}
 
 // WriteTable writes results as aligned text: one summary row per result,
-// then the elastic cost lines. Money is exact, in the billing currency.
+// then the elastic cost lines. Money is exact, in the billing currency;
+// "owned window" is the calendar time the owned cost is charged for
+// (Result.OwnedWindow), "makespan" the strategy's own first submit to last
+// completion.
 func WriteTable(w io.Writer, results []Result, currency string) error {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintf(tw, "strategy\towned GPUs\ttotal %s\towned %s\telastic %s\towned GPU-h\telastic GPU-h\twait p50\twait p95\twait max\tmakespan\tbase %%\telastic %%\temergency %%\tinterruptions\trework GPU-h\tjobs\telastic jobs\tunfinished\tdecisions\n",
+	fmt.Fprintf(tw, "strategy\towned GPUs\ttotal %s\towned %s\telastic %s\towned GPU-h\telastic GPU-h\twait p50\twait p95\twait max\tmakespan\towned window\tbase %%\telastic %%\temergency %%\tinterruptions\trework GPU-h\tjobs\telastic jobs\tunfinished\tdecisions\n",
 		currency, currency, currency)
 	for _, r := range results {
-		fmt.Fprintf(tw, "%s\t%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%d\t%s\t%d\t%d\t%d\t%d\n",
+		fmt.Fprintf(tw, "%s\t%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%d\t%s\t%d\t%d\t%d\t%d\n",
 			r.Strategy, r.OwnedGPUs, r.TotalCost.Amount, r.OwnedCost.Amount, r.ElasticCost.Amount,
-			r.OwnedGPUHours, r.ElasticGPUHours, Hours(r.WaitP50), Hours(r.WaitP95), Hours(r.WaitMax), Hours(r.Makespan),
+			r.OwnedGPUHours, r.ElasticGPUHours, Hours(r.WaitP50), Hours(r.WaitP95), Hours(r.WaitMax), Hours(r.Makespan), Hours(r.OwnedWindow),
 			r.TierShare[sluice.TierBase], r.TierShare[sluice.TierElastic], r.TierShare[sluice.TierEmergency],
 			r.Interruptions, r.ReworkGPUHours, r.Jobs, r.JobsElastic, r.Unfinished, r.Decisions)
 	}
@@ -52,7 +55,7 @@ func WriteTable(w io.Writer, results []Result, currency string) error {
 // of one elastic cost line.
 var CSVHeader = []string{"kind", "strategy", "owned_gpus", "currency", "total_cost", "owned_cost", "elastic_cost",
 	"owned_gpu_hours", "elastic_gpu_hours", "wait_p50_minutes", "wait_p95_minutes", "wait_max_minutes", "makespan_minutes",
-	"share_base_pct", "share_elastic_pct", "share_emergency_pct", "interruptions", "rework_gpu_hours",
+	"owned_window_minutes", "share_base_pct", "share_elastic_pct", "share_emergency_pct", "interruptions", "rework_gpu_hours",
 	"jobs", "elastic_jobs", "unfinished", "decisions", "tier", "provider", "market", "gpu_hours", "cost"}
 
 // WriteCSV writes results as CSV (CSVHeader).
@@ -63,7 +66,7 @@ func WriteCSV(w io.Writer, results []Result, currency string) error {
 	for _, r := range results {
 		_ = cw.Write([]string{"summary", string(r.Strategy), strconv.Itoa(r.OwnedGPUs), currency,
 			r.TotalCost.Amount.String(), r.OwnedCost.Amount.String(), r.ElasticCost.Amount.String(),
-			r.OwnedGPUHours.String(), r.ElasticGPUHours.String(), min(r.WaitP50), min(r.WaitP95), min(r.WaitMax), min(r.Makespan),
+			r.OwnedGPUHours.String(), r.ElasticGPUHours.String(), min(r.WaitP50), min(r.WaitP95), min(r.WaitMax), min(r.Makespan), min(r.OwnedWindow),
 			r.TierShare[sluice.TierBase].String(), r.TierShare[sluice.TierElastic].String(), r.TierShare[sluice.TierEmergency].String(),
 			strconv.Itoa(r.Interruptions), r.ReworkGPUHours.String(), strconv.Itoa(r.Jobs), strconv.Itoa(r.JobsElastic),
 			strconv.Itoa(r.Unfinished), strconv.Itoa(r.Decisions), "", "", "", "", ""})

@@ -2,6 +2,8 @@ package sim
 
 import (
 	"cmp"
+	"context"
+	"fmt"
 	"slices"
 	"time"
 
@@ -12,7 +14,8 @@ import (
 
 // CostScale is the number of decimal places kept where a cost divides:
 // unit price × billed minutes ÷ 60 for each elastic cost line, and the owned
-// pool's monthly cost × GPUs × minutes ÷ (hours per month × 60). Each is
+// pool's monthly cost × GPUs × window minutes ÷ (hours per month × 60)
+// (ChargeOwned). Each is
 // rounded once, half away from zero (decimal.DivRound); sums of rounded
 // lines are exact. Conversion to the billing currency rounds at
 // sluice.FXScale when it divides.
@@ -30,13 +33,19 @@ const ShareScale = 2
 type Result struct {
 	Strategy  Strategy
 	OwnedGPUs int
-	// OwnedCost is the owned pool's amortised cost over the makespan:
-	// GPUs × monthly cost per GPU × makespan hours ÷ hours per month.
+	// OwnedCost is the owned pool's amortised cost over OwnedWindow:
+	// GPUs × monthly cost per GPU × window hours ÷ hours per month
+	// (ChargeOwned has the rounding point).
 	OwnedCost sluice.Money
+	// OwnedWindow is the calendar time the owned pool is charged for, from
+	// the trace's first submit: the run's makespan for a lone Run, the
+	// latest completion of every result compared for Compare (CommonWindow).
+	OwnedWindow time.Duration
 	// Elastic is the elastic cost by tier, provider and market, sorted.
 	Elastic     []CostLine
 	ElasticCost sluice.Money
-	TotalCost   sluice.Money
+	// TotalCost is OwnedCost + ElasticCost.
+	TotalCost sluice.Money
 	// OwnedGPUHours is the work run on the owned pool; ElasticGPUHours the
 	// GPU-hours of elastic capacity billed (held, busy or not).
 	OwnedGPUHours, ElasticGPUHours decimal.Decimal
@@ -127,14 +136,6 @@ func (r *run) result() (Result, error) {
 	}
 	res.Makespan = time.Duration(last) * time.Minute
 	sixty := decimal.NewFromInt(60)
-
-	owned := p.Settings.OwnedGPUMonthCost.Amount.Mul(decimal.NewFromInt(int64(r.owned)*last)).
-		DivRound(p.Settings.HoursPerMonth.Mul(sixty), CostScale)
-	oc, _, err := p.FX.Convert(sluice.Money{Amount: owned, Currency: p.Settings.OwnedGPUMonthCost.Currency}, cur)
-	if err != nil {
-		return res, err
-	}
-	res.OwnedCost = oc
 	res.OwnedGPUHours = decimal.NewFromInt(r.ownedGPUMinutes).DivRound(sixty, HoursScale)
 
 	type lineKey struct {
@@ -171,21 +172,89 @@ func (r *run) result() (Result, error) {
 		return cmp.Or(cmp.Compare(a.Tier, b.Tier), cmp.Compare(a.Provider, b.Provider), cmp.Compare(a.Market, b.Market))
 	})
 	res.ElasticGPUHours = decimal.NewFromInt(elasticGPUMinutes).DivRound(sixty, HoursScale)
-	res.TotalCost = res.OwnedCost.Add(res.ElasticCost)
 	res.ReworkGPUHours = decimal.NewFromInt(r.reworkGPUMinutes).DivRound(sixty, HoursScale)
-
-	byTier := map[sluice.Tier]decimal.Decimal{sluice.TierBase: res.OwnedCost.Amount}
-	for _, l := range res.Elastic {
-		byTier[l.Tier] = byTier[l.Tier].Add(l.Cost.Amount)
-	}
-	for _, t := range []sluice.Tier{sluice.TierBase, sluice.TierElastic, sluice.TierEmergency} {
-		share := decimal.Zero
-		if res.TotalCost.Amount.IsPositive() {
-			share = byTier[t].Mul(decimal.NewFromInt(100)).DivRound(res.TotalCost.Amount, ShareScale)
-		}
-		res.TierShare[t] = share
+	// Alone, a run is its own comparison: the window is its makespan.
+	// Compare charges every result of a run over the common window.
+	if err := r.s.ChargeOwned(&res, res.Makespan); err != nil {
+		return res, err
 	}
 	return res, nil
+}
+
+// ChargeOwned charges r's owned pool over window (whole minutes, from the
+// trace's first submit; at least r.Makespan) and sets r.OwnedWindow,
+// r.OwnedCost, r.TotalCost and r.TierShare from it:
+//
+//	owned = GPUs × gpu_month_cost × window minutes ÷ (hours_per_month × 60)
+//
+// rounded once to CostScale places, half away from zero (decimal.DivRound),
+// then converted to the billing currency (sluice.FXScale when FX divides).
+// A team pays for owned GPUs by the calendar, busy or idle, so strategies
+// compared in one run are charged over one window (CommonWindow).
+func (s *Simulator) ChargeOwned(r *Result, window time.Duration) error {
+	p := s.p
+	if window < r.Makespan || window%time.Minute != 0 {
+		return fmt.Errorf("simulate: owned-pool window %s for %s with %d GPUs: want whole minutes, at least its makespan %s",
+			window, r.Strategy, r.OwnedGPUs, r.Makespan)
+	}
+	minutes := int64(window / time.Minute)
+	owned := p.Settings.OwnedGPUMonthCost.Amount.Mul(decimal.NewFromInt(int64(r.OwnedGPUs)*minutes)).
+		DivRound(p.Settings.HoursPerMonth.Mul(decimal.NewFromInt(60)), CostScale)
+	oc, _, err := p.FX.Convert(sluice.Money{Amount: owned, Currency: p.Settings.OwnedGPUMonthCost.Currency}, p.BillingCurrency)
+	if err != nil {
+		return err
+	}
+	r.OwnedWindow, r.OwnedCost = window, oc
+	r.TotalCost = r.OwnedCost.Add(r.ElasticCost)
+	byTier := map[sluice.Tier]decimal.Decimal{sluice.TierBase: r.OwnedCost.Amount}
+	for _, l := range r.Elastic {
+		byTier[l.Tier] = byTier[l.Tier].Add(l.Cost.Amount)
+	}
+	r.TierShare = map[sluice.Tier]decimal.Decimal{}
+	for _, t := range tiers {
+		share := decimal.Zero
+		if r.TotalCost.Amount.IsPositive() {
+			share = byTier[t].Mul(decimal.NewFromInt(100)).DivRound(r.TotalCost.Amount, ShareScale)
+		}
+		r.TierShare[t] = share
+	}
+	return nil
+}
+
+// CommonWindow is the window a run's results are compared on: from the
+// trace's first submit to the latest completion of any of them (every
+// strategy and, in a sweep, every owned-pool size).
+func CommonWindow(results []Result) time.Duration {
+	var w time.Duration
+	for _, r := range results {
+		w = max(w, r.Makespan)
+	}
+	return w
+}
+
+// Compare runs every strategy for every owned-pool size (sizes outer,
+// strategies inner: report order), then charges every result's owned pool
+// over CommonWindow of them all, so totals compare across the whole table:
+// a strategy that finishes sooner still pays for the owned GPUs until the
+// slowest one finishes (the pool is bought by the month, not by the job).
+func (s *Simulator) Compare(ctx context.Context, strategies []Strategy, sizes []int) ([]Result, error) {
+	var out []Result
+	for _, n := range sizes {
+		for _, st := range strategies {
+			r, err := s.Run(ctx, st, n)
+			if err != nil {
+				return nil, err
+			}
+			out = append(out, r)
+		}
+	}
+	w := CommonWindow(out)
+	for i := range out {
+		if err := s.ChargeOwned(&out[i], w); err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
 }
 
 type teamAcc struct {

@@ -106,14 +106,12 @@ func newSim(t testing.TB, cfg *config.Config, jobs []sim.Job, prices *sim.Prices
 	return s
 }
 
+// runAll compares every strategy with owned GPUs, as `sluice simulate`
+// does: the owned pool is charged over the common window.
 func runAll(t testing.TB, s *sim.Simulator, owned int) []sim.Result {
-	var out []sim.Result
-	for _, st := range sim.Strategies {
-		r, err := s.Run(context.Background(), st, owned)
-		if err != nil {
-			t.Fatal(err)
-		}
-		out = append(out, r)
+	out, err := s.Compare(context.Background(), sim.Strategies, []int{owned})
+	if err != nil {
+		t.Fatal(err)
 	}
 	return out
 }
@@ -161,8 +159,22 @@ func TestWeekend(t *testing.T) {
 	if burst.ElasticCost.Amount.String() != "1024" || burst.ElasticGPUHours.String() != "512" || burst.JobsElastic != 32 {
 		t.Errorf("burst: elastic %s for %s GPU-h, %d jobs; want 1024, 512, 32", burst.ElasticCost, burst.ElasticGPUHours, burst.JobsElastic)
 	}
-	if burst.TotalCost.Amount.String() != "1807.5616438356" || burst.OwnedCost.Amount.String() != "783.5616438356" {
-		t.Errorf("burst: total %s, owned %s", burst.TotalCost, burst.OwnedCost)
+	// The owned pool is paid by the calendar, busy or idle: every strategy
+	// is charged over the same window, first submit (Friday 08:00) to the
+	// latest finish of any strategy (owned-only's, Wednesday 19:30) = 131h30m:
+	// 8 GPUs × USD 1,000 × 131.5 h ÷ 730 h = 1052000 ÷ 730 =
+	// 1441.09589041095… → 1441.0958904110 at CostScale. Bursting adds
+	// exactly its elastic cost: 1441.095890411 + 1024 = 2465.095890411.
+	for _, r := range rs {
+		if r.OwnedWindow != 131*time.Hour+30*time.Minute || r.OwnedCost.Amount.String() != "1441.095890411" {
+			t.Errorf("%s: owned %s over %s; want 1441.095890411 over 131h30m", r.Strategy, r.OwnedCost, sim.Hours(r.OwnedWindow))
+		}
+	}
+	if burst.Makespan != 71*time.Hour+30*time.Minute || burst.TotalCost.Amount.String() != "2465.095890411" {
+		t.Errorf("burst: makespan %s, total %s; want 71h30m, 2465.095890411", burst.Makespan, burst.TotalCost)
+	}
+	if got := burst.TierShare[sluice.TierBase].String() + "/" + burst.TierShare[sluice.TierElastic].String(); got != "58.46/41.54" {
+		t.Errorf("burst base/elastic shares %s; want 58.46/41.54", got)
 	}
 	// Base-tier jobs are never bought (policy budget_tier.base_never_bought).
 	if len(burst.Elastic) != 1 || burst.Elastic[0].Tier != sluice.TierElastic {
@@ -205,14 +217,28 @@ func TestGolden(t *testing.T) {
 		name, trace string
 		prices      func() *sim.Prices
 		owned       int
+		// window: the latest finish of any strategy (owned-only's in all
+		// three); ownedCost: GPUs × USD 1,000 × window hours ÷ 730, by
+		// hand, rounded to CostScale (10 places) half away from zero.
+		window    time.Duration
+		ownedCost string
 	}{
-		{"weekend", "weekend.csv", func() *sim.Prices { return dirPrices(t, cfg, "prices-weekend") }, 8},
-		{"diurnal", "diurnal.csv", func() *sim.Prices { return replayPrices(t, cfg) }, 32},
-		{"deadline", "deadline.csv", func() *sim.Prices { return dirPrices(t, cfg, "prices-spike") }, 16},
+		// 8 × 1000 × 131.5 ÷ 730 = 1441.09589041095…
+		{"weekend", "weekend.csv", func() *sim.Prices { return dirPrices(t, cfg, "prices-weekend") }, 8, 131*time.Hour + 30*time.Minute, "1441.095890411"},
+		// 32 × 1000 × 793.75 ÷ 730 = 34794.52054794520…
+		{"diurnal", "diurnal.csv", func() *sim.Prices { return replayPrices(t, cfg) }, 32, 793*time.Hour + 45*time.Minute, "34794.5205479452"},
+		// 16 × 1000 × 381 ÷ 730 = 8350.68493150684…
+		{"deadline", "deadline.csv", func() *sim.Prices { return dirPrices(t, cfg, "prices-spike") }, 16, 381 * time.Hour, "8350.6849315068"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			rs := runAll(t, newSim(t, cfg, loadTrace(t, c.trace), c.prices(), 1), c.owned)
+			for _, r := range rs {
+				if r.OwnedWindow != c.window || r.OwnedCost.Amount.String() != c.ownedCost || !r.TotalCost.Amount.Equal(r.OwnedCost.Amount.Add(r.ElasticCost.Amount)) {
+					t.Errorf("%s: owned %s over %s, total %s, elastic %s; want owned %s over %s, total = owned + elastic",
+						r.Strategy, r.OwnedCost.Amount, sim.Hours(r.OwnedWindow), r.TotalCost.Amount, r.ElasticCost.Amount, c.ownedCost, sim.Hours(c.window))
+				}
+			}
 			var table, csv bytes.Buffer
 			if err := sim.WriteTable(&table, rs, cfg.BillingCurrency); err != nil {
 				t.Fatal(err)
@@ -461,6 +487,43 @@ func TestUnservableJobEnds(t *testing.T) {
 	}
 	if r.Unfinished != 1 || r.Jobs != 1 || r.Makespan != 70*time.Minute || r.JobsElastic != 0 {
 		t.Errorf("unfinished %d, jobs %d, makespan %s, elastic %d; want 1, 1, 1h10m, 0", r.Unfinished, r.Jobs, r.Makespan, r.JobsElastic)
+	}
+	// A lone Run is charged over its own makespan: 4 × 1000 × 70 min ÷
+	// (730 × 60) = 6.39269406392…
+	if r.OwnedWindow != 70*time.Minute || r.OwnedCost.Amount.String() != "6.3926940639" {
+		t.Errorf("owned %s over %s; want 6.3926940639 over 1h10m", r.OwnedCost, sim.Hours(r.OwnedWindow))
+	}
+}
+
+// TestCommonWindow: a sweep's results are charged over the latest finish
+// of any strategy and size, and a window shorter than a result's makespan
+// is refused.
+func TestCommonWindow(t *testing.T) {
+	cfg := loadConfig(t)
+	s := newSim(t, cfg, loadTrace(t, "weekend.csv"), dirPrices(t, cfg, "prices-weekend"), 1)
+	rs, err := s.Compare(context.Background(), []sim.Strategy{sim.OwnedOnly, sim.OnDemandBurst}, []int{8, 16})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var longest time.Duration
+	for _, r := range rs {
+		longest = max(longest, r.Makespan)
+	}
+	// Owned-only with 8 GPUs finishes last (131h30m); every result pays
+	// over it: 16 × 1000 × 131.5 ÷ 730 = 2882.19178082191… (rounded once,
+	// so not twice the rounded 8-GPU figure 1441.095890411).
+	if longest != 131*time.Hour+30*time.Minute || sim.CommonWindow(rs) != longest {
+		t.Errorf("longest makespan %s, common window %s; want both 131h30m", longest, sim.CommonWindow(rs))
+	}
+	for _, r := range rs {
+		want := map[int]string{8: "1441.095890411", 16: "2882.1917808219"}[r.OwnedGPUs]
+		if r.OwnedWindow != longest || r.OwnedCost.Amount.String() != want {
+			t.Errorf("%s/%d: owned %s over %s; want %s over 131h30m", r.Strategy, r.OwnedGPUs, r.OwnedCost.Amount, sim.Hours(r.OwnedWindow), want)
+		}
+	}
+	short := rs[0]
+	if err := s.ChargeOwned(&short, short.Makespan-time.Minute); err == nil || !strings.Contains(err.Error(), "window") {
+		t.Errorf("window shorter than the makespan: error %v", err)
 	}
 }
 

@@ -119,15 +119,11 @@ func simulate(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	if err != nil {
 		return fail(2, "%v", err)
 	}
-	var results []sim.Result
-	for _, n := range sizes {
-		for _, st := range strategies {
-			r, err := s.Run(ctx, st, n)
-			if err != nil {
-				return fail(1, "%v", err)
-			}
-			results = append(results, r)
-		}
+	// Every result's owned pool is charged over one window: the first
+	// submit to the latest finish of any strategy and size (sim.Compare).
+	results, err := s.Compare(ctx, strategies, sizes)
+	if err != nil {
+		return fail(1, "%v", err)
 	}
 	cur := cfg.BillingCurrency
 	switch *format {
@@ -145,10 +141,16 @@ func simulate(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 			_, err = stdout.Write(b)
 		}
 	default:
-		fmt.Fprintf(stdout, "trace %s: %d jobs from %s; owned %s at %s %s per GPU-month (%s h); seed %d; prices %s (%d epochs)\n\n",
+		fmt.Fprintf(stdout, "trace %s: %d jobs from %s; owned %s at %s %s per GPU-month (%s h); seed %d; prices %s (%d epochs)\n",
 			filepath.Base(*tracePath), len(jobs), jobs[0].Submit.Format(time.RFC3339), settings.OwnedGPUModel,
 			settings.OwnedGPUMonthCost.Amount, settings.OwnedGPUMonthCost.Currency, settings.HoursPerMonth, *seed,
 			filepath.Base(*pricesDir), len(prices.Epochs))
+		of := "any strategy"
+		if *sweep != "" {
+			of = "any strategy and size"
+		}
+		fmt.Fprintf(stdout, "owned pool charged for %s on every row: first submit to the latest finish of %s\n\n",
+			sim.Hours(sim.CommonWindow(results)), of)
 		if err = sim.WriteTable(stdout, results, cur); err == nil && *sweep != "" {
 			sim.WriteCheapest(stdout, results, *waitTarget, cur)
 		}

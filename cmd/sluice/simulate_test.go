@@ -58,7 +58,12 @@ func TestSimulateSweepAndSVG(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, errs)
 	}
-	if !strings.Contains(out, "cheapest owned-pool size with p95 wait ≤ 72h00m:") || !strings.Contains(out, "  tiered             16 GPUs, total 9973.4543141552 USD, p95 wait 72h00m") {
+	// Every row's owned pool is charged over one window: the first submit to
+	// the latest finish of any strategy and size (spot with no owned GPUs,
+	// 540h50m). Tiered at 16 GPUs: 16 × 1000 × 540⅚ h ÷ 730 =
+	// 11853.8812785388 owned + 4691.2625333333 elastic.
+	if !strings.Contains(out, "owned pool charged for 540h50m on every row: first submit to the latest finish of any strategy and size\n") ||
+		!strings.Contains(out, "cheapest owned-pool size with p95 wait ≤ 72h00m:") || !strings.Contains(out, "  tiered             16 GPUs, total 16545.1438118721 USD, p95 wait 72h00m") {
 		t.Errorf("sweep table:\n%s", out)
 	}
 	for _, args := range [][]string{
