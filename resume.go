@@ -154,6 +154,28 @@ func ErrorClass(err error) string {
 	return ""
 }
 
+// HeldError is a broker error that comes with capacity the provider sold
+// and the adapter gave back at once (brokers/placement.MismatchError: the
+// price or market read back was beyond tolerance). Held returns what was
+// bought (ExternalIDs set) and the answer to the adapter's release. The
+// burst records that capacity (class price-mismatch) and its release with
+// the accrued cost, as it does for adopted capacity that fails checkReuse:
+// the instances existed and billed.
+type HeldError interface {
+	error
+	Held() (p Placement, res ReleaseResult, releaseErr error)
+}
+
+// heldMismatch is the mismatch of capacity an adapter already released (or
+// tried to): releaseMismatch records that release instead of asking again.
+type heldMismatch struct {
+	err        error
+	res        ReleaseResult
+	releaseErr error
+}
+
+func (h *heldMismatch) Error() string { return h.err.Error() }
+
 // definite reports whether class is a refusal after which the provider holds
 // nothing for the line.
 func definite(class string) bool {
@@ -388,7 +410,7 @@ func (b *Burst) carryOut(ctx context.Context, rec *DecisionRecord, resuming bool
 			}
 			mismatch = nil
 		}
-		if p.Error != "" && (p.ErrorClass == ClassCapacity || p.ErrorClass == ClassCapability || p.ErrorClass == ClassPriceMismatch) {
+		if (p.Error != "" && (p.ErrorClass == ClassCapacity || p.ErrorClass == ClassCapability)) || p.ErrorClass == ClassPriceMismatch {
 			b.unavailable().Mark(line.Provider, line.OfferID, b.Clock.Now().UTC().Add(b.unavailableTTL()))
 		}
 		if mismatch != nil && p.Error == "" {
@@ -454,6 +476,15 @@ func (b *Burst) placeLine(ctx context.Context, rec *DecisionRecord, i int, line 
 			return p, b.checkReuse(rec, line, p), nil
 		}
 		if class := ErrorClass(err); definite(class) {
+			var he HeldError
+			if class == ClassPriceMismatch && errors.As(err, &he) {
+				if held, res, rerr := he.Held(); len(held.ExternalIDs) > 0 {
+					// Bought, then given back: recorded as held capacity
+					// (class price-mismatch) and released with its cost.
+					held.Error = ""
+					return held, &heldMismatch{err: err, res: res, releaseErr: rerr}, nil
+				}
+			}
 			return Placement{ClientToken: ClientToken(id, i), Provider: line.Provider, OfferID: line.OfferID,
 				Market: line.Market, Units: line.Units, Slots: line.Slots, PlacedAt: b.Clock.Now().UTC(),
 				ErrorClass: class, Error: err.Error()}, nil, nil
@@ -551,6 +582,24 @@ func (b *Burst) releaseMismatch(ctx context.Context, p Placement, why error) {
 		reason = ReleasePolicyRefused
 	}
 	d := &Drainer{Ledger: asReleaseLedger(b.Ledger), Broker: b.Broker, Clock: b.Clock, Cost: b.Cost}
+	var hm *heldMismatch
+	if errors.As(why, &hm) && hm.releaseErr == nil && hm.res.Confirmed && d.Ledger != nil {
+		// The adapter's terminate was confirmed: record it (pending, then
+		// released at the time the provider stopped billing) without asking again.
+		now := d.now()
+		r := Release{Kind: "release", DecisionID: p.DecisionID, Line: p.Line, Queue: p.Queue, Provider: p.Provider,
+			ExternalIDs: p.ExternalIDs, State: ReleasePending, Reason: reason, Slots: p.Slots, RequestedAt: now, At: now, Error: why.Error()}
+		if err := d.Ledger.AppendRelease(ctx, r); err != nil && !errors.Is(err, ErrDuplicate) {
+			return // stays open: the next drain or reconcile releases it
+		}
+		r.State, r.At = ReleaseReleased, hm.res.At.UTC()
+		if hm.res.At.IsZero() {
+			r.At = now
+		}
+		r.AccruedCost, r.BilledSeconds = d.cost(ctx, p, r.At)
+		_ = d.Ledger.AppendRelease(ctx, r)
+		return
+	}
 	_, _ = d.release(ctx, OpenPlacement{Placement: p}, reason, why.Error())
 }
 

@@ -136,6 +136,14 @@ func (e *MismatchError) Error() string {
 	return s
 }
 
+// Held is what was bought and the answer to its release (sluice.HeldError):
+// the burst records the capacity and its release with the accrued cost.
+func (e *MismatchError) Held() (sluice.Placement, sluice.ReleaseResult, error) {
+	return e.Placement, e.Release, e.ReleaseErr
+}
+
+var _ sluice.HeldError = (*MismatchError)(nil)
+
 // Unwrap is sluice.ErrPriceMismatch.
 func (e *MismatchError) Unwrap() error { return sluice.ErrPriceMismatch }
 
