@@ -217,6 +217,26 @@ func (c *Reconciler) Reconcile(ctx context.Context) (ReconcileReport, error) {
 				}
 				if ok {
 					p.DecisionID, p.Line, p.Queue = rec.DecisionID, in.Line, rec.Trigger.Queue
+					// A look-up may not know what the line asked for (as in
+					// Burst.carryOut): the record says which offer, market
+					// and slots the capacity serves, or its release never
+					// gives the slots back.
+					l := rec.Lines[in.Line]
+					if p.ClientToken == "" {
+						p.ClientToken = ClientToken(rec.DecisionID, in.Line)
+					}
+					if p.OfferID == "" {
+						p.OfferID = l.OfferID
+					}
+					if p.Market == "" {
+						p.Market = l.Market
+					}
+					if p.Units == 0 {
+						p.Units = l.Units
+					}
+					if p.Slots == 0 {
+						p.Slots = l.Slots
+					}
 					if err := c.Ledger.AppendPlacement(ctx, p); err != nil && !errors.Is(err, ErrDuplicate) {
 						return rep, fmt.Errorf("reconcile: adopting %s line %d: %w", rec.DecisionID, in.Line, err)
 					}

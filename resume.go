@@ -389,6 +389,9 @@ func (b *Burst) carryOut(ctx context.Context, rec *DecisionRecord, resuming bool
 			if p.Slots == 0 {
 				p.Slots = line.Slots
 			}
+			if p.Market == "" { // RunPod's look-up by pod name says no market
+				p.Market = line.Market
+			}
 		}
 		if mismatch != nil && p.Error == "" {
 			// Held capacity that fails the checks is recorded (it exists and

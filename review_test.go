@@ -9,6 +9,7 @@ import (
 	"github.com/sluicehq/sluice"
 	"github.com/sluicehq/sluice/brokers/placement"
 	"github.com/sluicehq/sluice/brokers/sandbox"
+	"github.com/sluicehq/sluice/ledger/audit"
 )
 
 // mismatchingBroker is the sandbox behind an adapter that finds the price
@@ -90,3 +91,77 @@ func TestReviewAdapterPriceMismatchKeepsInstancesAndCost(t *testing.T) {
 }
 
 func jsonUnmarshal(b []byte, v any) error { return json.Unmarshal(b, v) }
+
+// lookupOnly is the sandbox as a provider whose look-up knows only what the
+// instances say (runpod.Adapter.Find, by pod name: ids, units, price, launch
+// time): not the line's slots, market or offer.
+type lookupOnly struct{ *sandbox.Broker }
+
+func (l lookupOnly) Find(ctx context.Context, provider, id string, n int) (sluice.Placement, bool, error) {
+	p, ok, err := l.Broker.Find(ctx, provider, id, n)
+	p.Slots, p.Market, p.OfferID = 0, "", ""
+	return p, ok, err
+}
+
+// Reconcile without Resume records what the provider holds for a committed
+// line with no record. The record must still say which offer, market and
+// how many slots the capacity serves (as Burst.carryOut fills them from the
+// line): with 0 slots its release never gives the queue's slots back, and
+// with no market the audit refuses the placement.
+func TestReviewReconcileAdoptionKeepsTheLine(t *testing.T) {
+	w := newWorld(t)
+	p := w.process(t)
+	p.burst.Step = crashAt(sluice.StepAfterPlace(1))
+	if !decideCrashing(t, p, trigger("train-overseas")) {
+		t.Fatal("did not crash after the first placement")
+	}
+	b := lookupOnly{p.broker}
+	c := &sluice.Reconciler{Ledger: p.ledger, Broker: b, Clock: w.clock, AdoptAfter: -1, Providers: []string{"aws"}}
+	rep, err := c.Reconcile(t.Context())
+	if err != nil || len(rep.Adopted) != 1 {
+		t.Fatalf("reconcile: %+v, %v", rep, err)
+	}
+	rec, _, _ := p.ledger.Decision(t.Context(), sluice.DecisionID(trigger("train-overseas")))
+	got := rec.Placements[0]
+	if got.Slots != 2 || got.Market != sluice.Spot || got.OfferID != "aws-spot" || got.Units != 2 {
+		t.Errorf("adopted record: %d slots, market %q, offer %q, %d units; want the line's 2, spot, aws-spot, 2",
+			got.Slots, got.Market, got.OfferID, got.Units)
+	}
+	d := &sluice.Drainer{Ledger: p.ledger, Broker: b, Clock: w.clock}
+	if _, err := d.DrainQueue(t.Context(), "train-overseas", sluice.ReleaseDrain); err != nil {
+		t.Fatal(err)
+	}
+	if live, _ := p.ledger.LiveSlots(t.Context(), "train-overseas"); live != 0 {
+		t.Errorf("after draining everything the queue has %d live slots, want 0", live)
+	}
+}
+
+// The application's path: a rerun resumes the decision and adopts what a
+// look-up finds. RunPod's look-up (by pod name) says no market; the record
+// must carry the line's market, or `sluice audit verify` refuses an honest
+// ledger ("placement runpod/ …; line 0 is runpod/spot").
+func TestReviewAdoptedRecordCarriesTheLineMarket(t *testing.T) {
+	w := newWorld(t)
+	first := w.process(t)
+	first.burst.Step = crashAt(sluice.StepAfterPlace(1))
+	if !decideCrashing(t, first, trigger("train-overseas")) {
+		t.Fatal("did not crash after the first placement")
+	}
+	second := w.process(t)
+	second.burst.Broker = lookupOnly{second.broker}
+	rec, _, err := second.burst.Decide(context.Background(), trigger("train-overseas"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := rec.Placements[0]; got.Market != rec.Lines[0].Market || got.Error != "" {
+		t.Errorf("adopted record market %q (error %q), line's %q", got.Market, got.Error, rec.Lines[0].Market)
+	}
+	recs, err := second.ledger.Records(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := audit.Recompute(recs); err != nil {
+		t.Errorf("audit recompute of an honest ledger: %v", err)
+	}
+	agree(t, second)
+}
