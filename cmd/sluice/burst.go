@@ -147,6 +147,25 @@ func printDecision(w io.Writer, rec sluice.DecisionRecord, replayed bool, ledger
 		}
 		fmt.Fprintf(w, "rejected  %d of %d offers; offers per reason (one offer may have several): %s\n", len(rec.Rejected), len(rec.Offers), strings.Join(parts, ", "))
 	}
+	printLines(w, rec)
+	for _, fu := range rec.FollowUps {
+		fmt.Fprintf(w, "follow-up %s of %s  %s  (re-planned after the refused lines above, same quotes, policy %s)\n",
+			fu.DecisionID, fu.FollowUpOf, strings.ToUpper(fu.Outcome), short(fu.PolicyRevision))
+		printLines(w, fu)
+	}
+	if b := rec.Budget; b != nil {
+		fmt.Fprintf(w, "budget    %s tier %s: %s, spent %s before this decision, headroom %s\n", b.Tier,
+			b.PeriodStart.Format("2006-01"), b.Budget, b.Spent, b.Headroom)
+	}
+	for _, fx := range rec.FX {
+		fmt.Fprintf(w, "fx        1 %s = %s %s (as of %s, %s)\n", fx.Base, fx.Rate, fx.Quote, fx.AsOf.Format(time.DateOnly), fx.Source)
+	}
+	fmt.Fprintf(w, "recorded  ledger %s, policy %s, code %s, hash %s\n", ledgerPath, short(rec.PolicyRevision), short(rec.CodeVersion), short(rec.Hash))
+}
+
+// printLines writes rec's chosen lines with what each placement gave (or
+// why it holds nothing), then rec's total and shortfalls.
+func printLines(w io.Writer, rec sluice.DecisionRecord) {
 	if len(rec.Lines) > 0 {
 		fmt.Fprintln(w)
 		tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
@@ -156,14 +175,17 @@ func printDecision(w io.Writer, rec sluice.DecisionRecord, replayed bool, ledger
 			if l.Bid != nil {
 				bid = l.Bid.String()
 			}
-			placed := "not placed"
+			var placed []string
 			for _, p := range rec.Placements {
 				if p.Line == i {
-					placed = strings.Join(p.ExternalIDs, ",")
+					placed = append(placed, placedAs(p))
 				}
 			}
+			if len(placed) == 0 {
+				placed = []string{"not placed"}
+			}
 			fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%s\t%d\t%d\t%s\t%s\t%s\t%s\t%s\t%s\n", i, l.Provider, l.OfferID, l.Region, l.Zone,
-				l.Market, l.Units, l.GPUs, l.UnitPrice, bid, l.Hours, l.ExpectedCost, l.ExpectedCostBilling.Amount, placed)
+				l.Market, l.Units, l.GPUs, l.UnitPrice, bid, l.Hours, l.ExpectedCost, l.ExpectedCostBilling.Amount, strings.Join(placed, "; "))
 		}
 		tw.Flush()
 		fmt.Fprintln(w)
@@ -173,14 +195,25 @@ func printDecision(w io.Writer, rec sluice.DecisionRecord, replayed bool, ledger
 		fmt.Fprintf(w, "; short (%s): %s", s.Code, s.Message)
 	}
 	fmt.Fprintln(w)
-	if b := rec.Budget; b != nil {
-		fmt.Fprintf(w, "budget    %s tier %s: %s, spent %s before this decision, headroom %s\n", b.Tier,
-			b.PeriodStart.Format("2006-01"), b.Budget, b.Spent, b.Headroom)
+}
+
+// placedAs is the "placed as" cell of one placement record: the external
+// ids; "FAILED (class): error" for a refused or failed call; "RELEASED
+// (class) ids" for capacity the provider gave and Sluice refused on its own
+// checks (ErrorClass with an empty Error) and released at once.
+func placedAs(p sluice.Placement) string {
+	ids := strings.Join(p.ExternalIDs, ",")
+	class := p.ErrorClass
+	if class == "" {
+		class = "unclassified"
 	}
-	for _, fx := range rec.FX {
-		fmt.Fprintf(w, "fx        1 %s = %s %s (as of %s, %s)\n", fx.Base, fx.Rate, fx.Quote, fx.AsOf.Format(time.DateOnly), fx.Source)
+	switch {
+	case p.Error != "":
+		return "FAILED (" + class + "): " + oneLine(p.Error)
+	case p.ErrorClass != "":
+		return "RELEASED (" + p.ErrorClass + ") " + ids
 	}
-	fmt.Fprintf(w, "recorded  ledger %s, policy %s, code %s, hash %s\n", ledgerPath, short(rec.PolicyRevision), short(rec.CodeVersion), short(rec.Hash))
+	return ids
 }
 
 func uniqueCodes(rs []sluice.Reason) []string {

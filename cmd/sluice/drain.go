@@ -19,10 +19,13 @@ import (
 )
 
 // drain is "sluice drain --event FILE": on the alarm's OK state (or depth 0)
-// release the queue's open placements, most expensive first. Exit 0 when
-// every release is confirmed (or there was nothing to drain), 1 when some
-// stay pending (retried by the next drain or reconcile) or on a ledger
-// error, 2 for a bad event or config.
+// release the queue's open placements, most expensive first. With the
+// config's placement.drain.idle_window, a trigger reporting depth 0 releases
+// only once depth 0 has lasted the window since the alarm's state-change
+// time; before that it prints "waits" and until when (rerun the same event
+// then). Exit 0 when every release is confirmed (or there was nothing to
+// drain, or the drain waits), 1 when some stay pending (retried by the next
+// drain or reconcile) or on a ledger error, 2 for a bad event or config.
 func drain(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("drain", flag.ContinueOnError)
 	fs.SetOutput(stderr)
@@ -119,9 +122,16 @@ func openApp(ctx context.Context, cmd string, cfg *config.Config, replayDir, led
 func printDrain(w io.Writer, t sluice.Trigger, rep sluice.DrainReport) {
 	fmt.Fprintf(w, "drain     queue %s, alarm %s %s at %s, depth %d\n", t.Queue, t.AlarmName, t.State,
 		t.StateChangeTime.UTC().Format(time.RFC3339), t.Depth)
+	if rep.WaitsUntil != nil {
+		fmt.Fprintf(w, "waits     %s\n", rep.Skipped)
+		return
+	}
 	if rep.Skipped != "" {
 		fmt.Fprintf(w, "skipped   %s\n", rep.Skipped)
 		return
+	}
+	if rep.IdleSince != nil {
+		fmt.Fprintf(w, "idle      depth 0 since %s, past the idle window\n", rep.IdleSince.UTC().Format(time.RFC3339))
 	}
 	printReleases(w, append(append([]sluice.Release{}, rep.Released...), rep.Pending...))
 	fmt.Fprintf(w, "released  %d placement(s); pending %d\n", len(rep.Released), len(rep.Pending))
