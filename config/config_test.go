@@ -105,6 +105,7 @@ func FuzzParse(f *testing.F) {
 		f.Add(b)
 	}
 	f.Add([]byte("billing_currency: USD\nqueues: [{queue: q}]\n"))
+	f.Add([]byte("billing_currency: USD\nplacement: {mode: providers, launch: {aliyun: {image: x, security_group_id: sg-1, vswitch_id: vsw-1}}, drain: {idle_window: 15m}}\n"))
 	f.Fuzz(func(t *testing.T, b []byte) {
 		c, err := Parse(b, "fuzz.yaml")
 		if err != nil {
@@ -112,6 +113,9 @@ func FuzzParse(f *testing.F) {
 				t.Fatalf("error does not wrap ErrBadConfig: %v", err)
 			}
 			return
+		}
+		if p := c.Placement; (p.Mode != PlaceSandbox && p.Mode != PlaceProviders) || p.Drain.IdleWindow < 0 {
+			t.Fatalf("unusable placement accepted: %+v", p)
 		}
 		for name, q := range c.Queues {
 			if q.GPUsPerSlot <= 0 || q.MaxSlots <= 0 || !q.HoursPerSlot.IsPositive() || name != q.Queue {
