@@ -165,3 +165,45 @@ func TestReviewAdoptedRecordCarriesTheLineMarket(t *testing.T) {
 	}
 	agree(t, second)
 }
+
+// otherCurrency is the sandbox at a provider that bills the account in
+// another currency than the offer was quoted in (Alibaba: CNY on
+// aliyun.com, USD on alibabacloud.com, providers.md §0): the price read
+// back is in CNY for a USD line.
+type otherCurrency struct{ *sandbox.Broker }
+
+func (o otherCurrency) Place(ctx context.Context, id string, n int, l sluice.Line) (sluice.Placement, error) {
+	p, err := o.Broker.Place(ctx, id, n, l)
+	if err == nil && l.Provider == "aws" {
+		p.Price = sluice.MustMoney("71", "CNY")
+	}
+	return p, err
+}
+
+// Capacity read back in another currency fails checkReuse and is released
+// at once; its release accrues in that currency. One such record must not
+// make the tier's spend unreadable: every later decision of the tier would
+// fail ("reading emergency spend"), in SQLite (TierSpend) and DynamoDB (the
+// release's own append).
+func TestReviewForeignCurrencyReleaseDoesNotBlockTheTier(t *testing.T) {
+	w := newWorld(t)
+	p := w.process(t)
+	p.burst.Broker = otherCurrency{p.broker}
+	rec, _, err := p.burst.Decide(context.Background(), trigger("train-overseas"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rec.Placements[0].ErrorClass != sluice.ClassPriceMismatch {
+		t.Fatalf("placement %+v", rec.Placements[0])
+	}
+	from := time.Date(2026, 11, 1, 0, 0, 0, 0, time.UTC)
+	if _, err := p.ledger.TierSpend(t.Context(), sluice.TierEmergency, from, from.AddDate(0, 1, 0)); err != nil {
+		t.Errorf("tier spend after one foreign-currency release: %v", err)
+	}
+	later := trigger("train-beijing")
+	later.StateChangeTime = t0.Add(time.Hour)
+	w.clock.Add(time.Hour)
+	if _, _, err := p.burst.Decide(context.Background(), later); err != nil {
+		t.Errorf("the next decision of the tier: %v", err)
+	}
+}

@@ -142,6 +142,14 @@ type TrueUps struct {
 //   - anything else (successful placement, pending release, orphan, a line
 //     number the decision does not have): 0.
 //
+// A settled step whose accrued cost is in a currency the line's recorded FX
+// rate cannot convert into the billing currency (capacity read back in
+// another currency than its offer's, released at once as a price mismatch)
+// settles the line at its expected cost (0): the budget keeps the planned
+// figure rather than a guessed conversion, and the record keeps the accrued
+// cost as the provider billed it. Failing instead would make every later
+// spend read of the tier fail, and with it every decision of the tier.
+//
 // lines is the decision's "lines" JSON and billing its billing currency.
 // Rounding point: converting AccruedCost from the offer currency divides by
 // the line's recorded FX rate when the billing currency is the rate's base,
@@ -194,7 +202,7 @@ func (tu *TrueUps) Add(kind string, body, lines []byte, billing string) (decimal
 	if accrued != nil && accrued.IsSet() {
 		conv, err := convertLine(*accrued, l, billing)
 		if err != nil {
-			return decimal.Zero, fmt.Errorf("%s: accrued cost: %w", key, err)
+			return decimal.Zero, nil // see above: settled at the expected cost
 		}
 		d = d.Add(conv.Amount)
 	}
