@@ -10,8 +10,8 @@
 #
 #   The market rules depend only on the offer's market: deny maps a market to
 #   the reasons offers in it are refused. The price rules depend only on the
-#   price: deny_price_above and deny_price_no_ceiling map a price's place in
-#   lib.prices to its reasons.
+#   price: deny_price_above and deny_price_no_ceiling map a currency to the
+#   reasons and the places in lib.prices[currency] of the prices refused.
 package sluice.budget
 
 import rego.v1
@@ -90,16 +90,16 @@ ceilings := {currency: to_number(amount) | some currency, amount in limits.max_p
 # custom:
 #   code: budget-tier
 #   rule: budget_tier.above_tier_price
-deny_price_above := {i: {reasons[currency]} |
-	# One reason per currency, built once (the offer's own price is in the offer).
-	reasons := {cur: reason |
-		some cur, ceiling in limits.max_price_per_gpu_hour
-		reason := lib.reason(rego.metadata.rule(), sprintf("price per GPU-hour is above the %s tier's ceiling of %s %s", [tier, ceiling, cur]))
-	}
+deny_price_above[currency] := {"reasons": {reason}, "refused": refused} if {
 	limit_of := ceilings
-	prices := lib.prices
-	some i, [currency, amount] in prices
-	amount > limit_of[currency]
+	some currency, amounts in lib.prices
+	ceiling := limit_of[currency]
+
+	# Each price is compared once; the reason is built once per currency
+	# (the offer's own price is in the offer).
+	refused := [i | some i, amount in amounts; amount > ceiling]
+	count(refused) > 0
+	reason := lib.reason(rego.metadata.rule(), sprintf("price per GPU-hour is above the %s tier's ceiling of %s %s", [tier, limits.max_price_per_gpu_hour[currency], currency]))
 }
 
 # METADATA
@@ -108,15 +108,16 @@ deny_price_above := {i: {reasons[currency]} |
 # custom:
 #   code: budget-tier
 #   rule: budget_tier.no_ceiling_in_currency
-deny_price_no_ceiling := {i: {lib.reason(rego.metadata.rule(), message)} |
+deny_price_no_ceiling[currency] := {"reasons": {lib.reason(rego.metadata.rule(), message)}, "refused": refused} if {
 	limit_of := ceilings
 	count(limit_of) > 0
-	prices := lib.prices
-	some i, [currency, _] in prices
+	some currency, amounts in lib.prices
 	not limit_of[currency]
+	refused := [i | some i, _ in amounts]
 	message := sprintf("budget tier %s has no price ceiling in %s (data/settings.json has %s)", [tier, currency, concat(", ", sort(object.keys(limit_of)))])
 }
 
-# price_denials maps the place of each refused price in lib.prices to its
-# reasons (a currency has a ceiling or not, so the two never share a place).
+# price_denials maps each currency with refused prices to
+# {"reasons": {...}, "refused": [place in lib.prices[currency], ...]} (a
+# currency has a ceiling or not, so the two rules never share a currency).
 price_denials := object.union(deny_price_above, deny_price_no_ceiling)

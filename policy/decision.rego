@@ -12,9 +12,10 @@
 #
 #   batch (what Sluice evaluates for a decision; each distinct value once):
 #     input  {"profile": {...}, "locations": [[provider, region, city], ...], "markets": [...],
-#             "prices": [[currency, amount], ...]}
+#             "prices": {currency: [amount, ...]}}
 #     batch  {"locations": {location: {"zone", "reasons"}}, "markets": {market: reasons},
-#             "prices": {index in input.prices: reasons} (only refused prices), "limits": {...}}
+#             "prices": {currency: {"reasons", "refused": [index in input.prices[currency], ...]}}
+#             (only currencies with refused prices), "limits": {...}}
 #
 #   An offer's reasons are those of its location, its market and its price;
 #   it is allowed when there are none. Offers are never compared with each
@@ -41,13 +42,21 @@ verdicts := {offer.key: verdict |
 	at_location := by_location
 	at_market := by_market
 	at_price := by_price
-	some i, offer in input.offers
+	slots := lib.offer_price_slots
+	some offer in input.offers
 	v := at_location[[offer.provider, offer.region, offer.city]]
 
-	# lib.prices has the offers' prices in the same order: i is this offer's.
-	reasons := (v.reasons | at_market[offer.market]) | object.get(at_price, i, set())
+	# slots gives the place of this offer's price in lib.prices.
+	[currency, i] := slots[offer.key]
+	reasons := (v.reasons | at_market[offer.market]) | price_reasons(object.get(at_price, currency, {}), i)
 	verdict := {"zone": v.zone, "reasons": reasons}
 }
+
+# price_reasons are the reasons of the price at place i, given its currency's
+# entry in by_price ({} when no price in that currency is refused).
+price_reasons(denial, i) := denial.reasons if {
+	i in denial.refused
+} else := set()
 
 # by_location maps each offered location to its zone ("" when unmapped) and
 # the residency and suitability reasons offers there are refused.
@@ -69,5 +78,6 @@ by_market := {market: reasons |
 	reasons := (object.get(interruptibility_denials, market, set()) | object.get(budget_denials, market, set())) | object.get(suitability_denials, market, set())
 }
 
-# by_price maps the place of each refused price in lib.prices to its reasons.
+# by_price maps each currency with refused prices to the reasons and the
+# places of those prices in lib.prices[currency].
 by_price := budget.price_denials

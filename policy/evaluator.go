@@ -7,16 +7,18 @@
 // A decision sees about a thousand offers, but the rules read only an offer's
 // location (provider, region, city), its market and its price per GPU-hour.
 // The evaluator therefore sends each distinct location, market and price
-// once, in one evaluation of data.sluice.decision.batch, and puts each
-// offer's verdict together in Go from the three answers.
+// (grouped by currency) once, in one evaluation of
+// data.sluice.decision.batch, and puts each offer's verdict together in Go
+// from the three answers.
 //
 //	input  {"profile": {"queue", "team", "data_class", "export_approved", "checkpointable",
 //	                    "checkpoint_interval_minutes", "budget_tier", "gpu_models", "workload",
 //	                    "cross_node_nvlink", "local_storage_only", "storage_zone"},
 //	        "locations": [[provider, region, city], ...], "markets": ["spot", ...],
-//	        "prices": [[currency, price per GPU-hour (number)], ...]}
+//	        "prices": {currency: [price per GPU-hour (number), ...]}}
 //	batch  {"locations": {location: {"zone", "reasons"}}, "markets": {market: reasons},
-//	        "prices": {index in prices: reasons}, "limits": {"max_price_per_gpu_hour": {"USD": "4.00", ...}}}
+//	        "prices": {currency: {"reasons": [...], "refused": [index in prices[currency], ...]}},
+//	        "limits": {"max_price_per_gpu_hour": {"USD": "4.00", ...}}}
 //
 // data.sluice.decision.result gives the same verdicts one offer at a time
 // (input.offers); the Rego tests, `sluice policy explain` and EvaluateEach use it.
@@ -255,6 +257,20 @@ func priceText(o sluice.Offer) (string, bool) {
 	if o.GPUsPerUnit <= 0 {
 		return "", false
 	}
+	if q, ok := scaledPrice(o); ok {
+		return scaledText(q, PriceScale), true
+	}
+	d, ok := PricePerGPUHour(o)
+	return d.String(), ok
+}
+
+// scaledPrice is PricePerGPUHour in units of 10^-PriceScale (rounded up),
+// worked out in int64 when the unit price is non-negative and its digits fit
+// at PriceScale places; ok is false otherwise (no GPUs, or too many digits).
+func scaledPrice(o sluice.Offer) (int64, bool) {
+	if o.GPUsPerUnit <= 0 {
+		return 0, false
+	}
 	a := o.UnitPrice.Amount
 	exp := int(a.Exponent())
 	if digits := a.NumDigits(); a.Sign() >= 0 && exp <= 0 && exp >= -PriceScale && digits+PriceScale+exp <= 18 {
@@ -268,10 +284,9 @@ func priceText(o sluice.Offer) (string, bool) {
 		if v%g != 0 {
 			q++
 		}
-		return scaledText(q, PriceScale), true
+		return q, true
 	}
-	d, ok := PricePerGPUHour(o)
-	return d.String(), ok
+	return 0, false
 }
 
 // scaledText writes q × 10^-places as decimal text without trailing zeros (q ≥ 0).
@@ -299,23 +314,52 @@ var noGPUs = sluice.Reason{Code: sluice.ReasonImplausible, Rule: "policy.no_gpus
 
 type location struct{ provider, region, city string }
 
+// priceKey is one distinct price sent to the policy: its currency and its
+// amount per GPU-hour, as an integer in units of 10^-PriceScale when it fits
+// (scaled ≥ 0, text "") or else as decimal text (scaled -1).
 type priceKey struct {
 	currency string
-	amount   string // decimal text sent to the policy
+	scaled   int64
+	text     string
 }
 
+// amountTerm is the amount as the number the policy compares.
+func (k priceKey) amountTerm() *ast.Term {
+	if k.scaled >= 0 {
+		return ast.NumberTerm(json.Number(scaledText(k.scaled, PriceScale)))
+	}
+	return ast.NumberTerm(json.Number(k.text))
+}
+
+// priceOf is the offer's price per GPU-hour as a priceKey (same value as
+// priceText); ok is false when the offer has no GPUs.
+func priceOf(o sluice.Offer) (priceKey, bool) {
+	if q, ok := scaledPrice(o); ok {
+		return priceKey{currency: o.UnitPrice.Currency, scaled: q}, true
+	}
+	text, ok := priceText(o)
+	return priceKey{currency: o.UnitPrice.Currency, scaled: -1, text: text}, ok
+}
+
+// priceSlot is the place of a price in the policy input: input.prices[currency][index].
+type priceSlot struct{ currency, index int }
+
 // Decide evaluates all offers in one query: the distinct locations, markets
-// and prices go to the policy once each, and each offer gets the reasons of
-// its location, market and price. now pins time.now_ns() so a recorded
-// decision replays exactly.
+// and prices (by currency) go to the policy once each, and each offer gets
+// the reasons of its location, market and price. now pins time.now_ns() so a
+// recorded decision replays exactly.
 func (e *Evaluator) Decide(ctx context.Context, p sluice.QueueProfile, offers []sluice.Offer, now time.Time) (Decision, error) {
 	locIndex := map[location]int{}
 	var locs []location
 	mktIndex := map[sluice.Market]int{}
 	var mkts []sluice.Market
-	priceIndex := map[priceKey]int{}
-	var prices []priceKey
-	type parts struct{ loc, mkt, price int } // price -1: no GPUs
+	priceIndex := map[priceKey]priceSlot{}
+	var currencies []string
+	var prices [][]priceKey // by currency, in currencies' order
+	type parts struct {
+		loc, mkt int
+		price    priceSlot // currency -1: no GPUs
+	}
 	each := make([]parts, len(offers))
 	for i, o := range offers {
 		l := location{o.Provider, o.Region, o.City}
@@ -331,20 +375,25 @@ func (e *Evaluator) Decide(ctx context.Context, p sluice.QueueProfile, offers []
 			mktIndex[o.Market] = mi
 			mkts = append(mkts, o.Market)
 		}
-		pi := -1
-		if amount, ok := priceText(o); ok {
-			k := priceKey{o.UnitPrice.Currency, amount}
-			if pi, ok = priceIndex[k]; !ok {
-				pi = len(prices)
-				priceIndex[k] = pi
-				prices = append(prices, k)
+		ps := priceSlot{-1, -1}
+		if k, ok := priceOf(o); ok {
+			if ps, ok = priceIndex[k]; !ok {
+				ps.currency = slices.Index(currencies, k.currency)
+				if ps.currency < 0 {
+					ps.currency = len(currencies)
+					currencies = append(currencies, k.currency)
+					prices = append(prices, nil)
+				}
+				ps.index = len(prices[ps.currency])
+				prices[ps.currency] = append(prices[ps.currency], k)
+				priceIndex[k] = ps
 			}
 		}
-		each[i] = parts{li, mi, pi}
+		each[i] = parts{li, mi, ps}
 	}
 
 	rs, err := e.batch.Eval(ctx,
-		rego.EvalParsedInput(batchInput(p, locs, mkts, prices)),
+		rego.EvalParsedInput(batchInput(p, locs, mkts, currencies, prices)),
 		rego.EvalTime(now),
 		// Keep the result as AST: it is read below without a JSON round trip.
 		rego.EvalGenerateJSON(func(t *ast.Term, _ *rego.EvalContext) (any, error) { return t, nil }),
@@ -356,7 +405,7 @@ func (e *Evaluator) Decide(ctx context.Context, p sluice.QueueProfile, offers []
 	if err != nil {
 		return Decision{}, err
 	}
-	b, err := readBatch(root, locs, mkts, prices)
+	b, err := readBatch(root, locs, mkts, currencies, prices)
 	if err != nil {
 		return Decision{}, err
 	}
@@ -365,39 +414,55 @@ func (e *Evaluator) Decide(ctx context.Context, p sluice.QueueProfile, offers []
 		return Decision{}, err
 	}
 
-	// Offers with the same parts share one verdict (reasons merged and sorted once).
+	// Offers with the same parts share one verdict (reasons merged and sorted
+	// once); each offer gets its own copy of the reasons, cut from one
+	// backing array.
 	type merged struct {
 		zone    sluice.Zone
 		reasons []sluice.Reason
 	}
 	cache := map[parts]merged{}
-	out := make([]sluice.Verdict, len(offers))
-	for i, o := range offers {
-		pt := each[i]
-		m, ok := cache[pt]
+	merge := func(pt parts) merged {
+		lv := b.locations[pt.loc]
+		m := merged{zone: lv.zone, reasons: slices.Concat(lv.reasons, b.markets[pt.mkt])}
+		if pt.price.currency < 0 {
+			m.reasons = append(m.reasons, noGPUs)
+		} else if b.prices[pt.price.currency].refused[pt.price.index] {
+			m.reasons = append(m.reasons, b.prices[pt.price.currency].reasons...)
+		}
+		sortReasons(m.reasons)
+		return m
+	}
+	total := 0
+	for i := range offers {
+		m, ok := cache[each[i]]
 		if !ok {
-			lv := b.locations[pt.loc]
-			m.zone = lv.zone
-			m.reasons = slices.Concat(lv.reasons, b.markets[pt.mkt])
-			if pt.price < 0 {
-				m.reasons = append(m.reasons, noGPUs)
-			} else {
-				m.reasons = append(m.reasons, b.prices[pt.price]...)
-			}
-			sortReasons(m.reasons)
+			m = merge(each[i])
 			if len(m.reasons) == 0 && m.zone == "" {
 				// The policy refuses unmapped regions; an allow without a zone means a broken policy.
-				return Decision{}, fmt.Errorf("policy result: offer %s allowed with no residency zone (unmapped region must be refused)", o.ID)
+				return Decision{}, fmt.Errorf("policy result: offer %s allowed with no residency zone (unmapped region must be refused)", offers[i].ID)
 			}
-			cache[pt] = m
+			cache[each[i]] = m
 		}
+		total += len(m.reasons)
+	}
+	backing := make([]sluice.Reason, 0, total)
+	out := make([]sluice.Verdict, len(offers))
+	for i, o := range offers {
+		m := cache[each[i]]
 		var reasons []sluice.Reason
-		if len(m.reasons) > 0 {
-			reasons = slices.Clip(slices.Clone(m.reasons)) // each offer owns its reasons
+		if n := len(m.reasons); n > 0 {
+			start := len(backing)
+			backing = append(backing, m.reasons...)
+			reasons = backing[start : start+n : start+n] // each offer owns its reasons
 		}
 		out[i] = sluice.Verdict{OfferID: o.ID, Allow: len(m.reasons) == 0, Zone: m.zone, Reasons: reasons}
 	}
-	return Decision{Verdicts: out, Limits: limits, Locations: len(locs), Markets: len(mkts), Prices: len(prices)}, nil
+	n := 0
+	for _, ps := range prices {
+		n += len(ps)
+	}
+	return Decision{Verdicts: out, Limits: limits, Locations: len(locs), Markets: len(mkts), Prices: n}, nil
 }
 
 // EvaluateEach is Evaluate with one evaluation of ResultQuery per offer and
@@ -512,6 +577,7 @@ var (
 	resMessage, resTitle   = ast.StringTerm("message"), ast.StringTerm("title")
 	resZone, resReasons    = ast.StringTerm("zone"), ast.StringTerm("reasons")
 	resVerdicts, resLimits = ast.StringTerm("verdicts"), ast.StringTerm("limits")
+	resRefused             = ast.StringTerm("refused")
 )
 
 // profileTerm is the queue profile as the policy reads it.
@@ -540,8 +606,9 @@ func locationTerm(l location) *ast.Term {
 	return ast.ArrayTerm(ast.StringTerm(l.provider), ast.StringTerm(l.region), ast.StringTerm(l.city))
 }
 
-// batchInput builds the input of Query directly as AST (no JSON or reflection).
-func batchInput(p sluice.QueueProfile, locs []location, mkts []sluice.Market, prices []priceKey) ast.Value {
+// batchInput builds the input of Query directly as AST (no JSON or
+// reflection): prices[c] are the distinct prices in currencies[c].
+func batchInput(p sluice.QueueProfile, locs []location, mkts []sluice.Market, currencies []string, prices [][]priceKey) ast.Value {
 	lt := make([]*ast.Term, len(locs))
 	for i, l := range locs {
 		lt[i] = locationTerm(l)
@@ -550,21 +617,24 @@ func batchInput(p sluice.QueueProfile, locs []location, mkts []sluice.Market, pr
 	for i, m := range mkts {
 		mt[i] = ast.StringTerm(string(m))
 	}
-	pt := make([]*ast.Term, len(prices))
-	currencies := map[string]*ast.Term{}
-	for i, k := range prices {
-		c, ok := currencies[k.currency]
-		if !ok {
-			c = ast.StringTerm(k.currency)
-			currencies[k.currency] = c
+	n := 0
+	for _, ps := range prices {
+		n += len(ps)
+	}
+	all := make([]*ast.Term, 0, n)
+	byCurrency := make([][2]*ast.Term, len(currencies))
+	for c, ps := range prices {
+		start := len(all)
+		for _, k := range ps {
+			all = append(all, k.amountTerm())
 		}
-		pt[i] = ast.ArrayTerm(c, ast.NumberTerm(json.Number(k.amount)))
+		byCurrency[c] = ast.Item(ast.StringTerm(currencies[c]), ast.ArrayTerm(all[start:len(all):len(all)]...))
 	}
 	return ast.NewObject(
 		ast.Item(keyProfile, profileTerm(p)),
 		ast.Item(keyLocations, ast.ArrayTerm(lt...)),
 		ast.Item(keyMarkets, ast.ArrayTerm(mt...)),
-		ast.Item(keyPrices, ast.ArrayTerm(pt...)),
+		ast.Item(keyPrices, ast.ObjectTerm(byCurrency...)),
 	)
 }
 
@@ -614,17 +684,24 @@ type locationVerdict struct {
 	reasons []sluice.Reason
 }
 
+// priceVerdict is the policy's answer for the prices of one currency: the
+// reasons, and which of the prices sent (by index) they refuse.
+type priceVerdict struct {
+	reasons []sluice.Reason
+	refused []bool
+}
+
 type batchResult struct {
 	locations []locationVerdict
 	markets   [][]sluice.Reason
-	prices    [][]sluice.Reason
+	prices    []priceVerdict // by currency
 }
 
 // readBatch reads the verdict of every location and the reasons of every
 // market and price sent. A location or market missing from the answer, or
 // anything of the wrong type, is an error: a malformed answer never becomes
 // an allow. Prices within the ceilings are absent (no reasons).
-func readBatch(root ast.Object, locs []location, mkts []sluice.Market, prices []priceKey) (batchResult, error) {
+func readBatch(root ast.Object, locs []location, mkts []sluice.Market, currencies []string, prices [][]priceKey) (batchResult, error) {
 	var b batchResult
 	seen := map[*ast.Term]Reason{}
 	lobj, err := objectAt(root, "locations")
@@ -673,12 +750,39 @@ func readBatch(root ast.Object, locs []location, mkts []sluice.Market, prices []
 	if err != nil {
 		return b, err
 	}
-	b.prices = make([][]sluice.Reason, len(prices))
-	for i, k := range prices {
-		if rt := pobj.Get(ast.InternedTerm(i)); rt != nil {
-			if b.prices[i], err = readPlainReasons(rt, seen); err != nil {
-				return b, fmt.Errorf("policy result: price %s %s: %w", k.amount, k.currency, err)
+	b.prices = make([]priceVerdict, len(currencies))
+	for c, cur := range currencies {
+		b.prices[c].refused = make([]bool, len(prices[c]))
+		vt := pobj.Get(ast.StringTerm(cur))
+		if vt == nil {
+			continue // no price in this currency refused
+		}
+		vo, ok := vt.Value.(ast.Object)
+		if !ok {
+			return b, fmt.Errorf("policy result: prices in %s: %v is not an object", cur, vt)
+		}
+		rt := vo.Get(resReasons)
+		if rt == nil {
+			return b, fmt.Errorf(`policy result: prices in %s: no "reasons"`, cur)
+		}
+		if b.prices[c].reasons, err = readPlainReasons(rt, seen); err != nil {
+			return b, fmt.Errorf("policy result: prices in %s: %w", cur, err)
+		}
+		it := vo.Get(resRefused)
+		if it == nil {
+			return b, fmt.Errorf(`policy result: prices in %s: no "refused"`, cur)
+		}
+		idx, ok := it.Value.(*ast.Array)
+		if !ok {
+			return b, fmt.Errorf(`policy result: prices in %s: "refused" is %v, not an array`, cur, it)
+		}
+		for j := range idx.Len() {
+			num, ok := idx.Elem(j).Value.(ast.Number)
+			i, isInt := num.Int()
+			if !ok || !isInt || i < 0 || i >= len(prices[c]) {
+				return b, fmt.Errorf("policy result: prices in %s: refused %v is not the index of a price sent", cur, idx.Elem(j))
 			}
+			b.prices[c].refused[i] = true
 		}
 	}
 	return b, nil

@@ -15,16 +15,35 @@ locations := {[offer.provider, offer.region, offer.city] | some offer in input.o
 
 markets := {offer.market | some offer in input.offers} | {market | some market in input.markets}
 
-# prices are the prices per GPU-hour the price rules check, an array of
-# [currency, amount]: input.prices when Sluice sends them (each distinct
-# price once), else one per offer of input.offers, in the same order. Sluice
-# works the amount out in Go (the unit price divided by the GPUs per unit,
-# rounded up at 12 decimal places) and sends it as a number; the policy only
-# compares it (Rego compares decimal numbers exactly).
+# prices are the prices per GPU-hour the price rules check, by currency:
+# {currency: [amount, ...]}. Sluice sends input.prices (each distinct price
+# once, so the rules compare each once); for input.offers they are the
+# offers' prices in each currency, in offer order (offer_price_slots says
+# which is whose). Sluice works the amount out in Go (the unit price divided
+# by the GPUs per unit, rounded up at 12 decimal places) and sends it as a
+# number; the policy only compares it (Rego compares decimal numbers exactly).
 prices := object.get(input, "prices", offer_prices)
 
-# offer_prices are the prices of input.offers, in order (null when an offer has none).
-offer_prices := [[object.get(offer, "currency", ""), object.get(offer, "price_per_gpu_hour", null)] | some offer in input.offers]
+# offer_currencies are the currencies of input.offers ("" when an offer has none).
+offer_currencies := {object.get(offer, "currency", "") | some offer in input.offers}
+
+# offers_in maps each currency to the offers priced in it, in offer order.
+offers_in := {currency: [offer | some offer in input.offers; object.get(offer, "currency", "") == currency] |
+	some currency in offer_currencies
+}
+
+# offer_prices are the prices of input.offers by currency, in offer order
+# (null when an offer has none).
+offer_prices := {currency: [object.get(offer, "price_per_gpu_hour", null) | some offer in offers] |
+	some currency, offers in offers_in
+}
+
+# offer_price_slots maps each offer key to the place of its price in
+# offer_prices: [currency, index].
+offer_price_slots := {offer.key: [currency, i] |
+	some currency, offers in offers_in
+	some i, offer in offers
+}
 
 # reason builds one refusal from the METADATA of the deny rule that fired:
 # the code, rule and title come from the rule's METADATA block, the message

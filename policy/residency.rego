@@ -43,6 +43,13 @@ zones := {location: zone |
 	zone != "unmapped"
 }
 
+# unmapped are the locations with no zone; offered_zones the zones the
+# mapped locations fall in. (Worked out once with set operations, so the
+# rules below look only at the locations they refuse.)
+unmapped := locations - object.keys(zones)
+
+offered_zones := {zone | some zone in zones}
+
 # METADATA
 # title: Unknown data class
 # description: The queue's data class is not one of cn-beijing-only, cn-domestic or public, so no zone can be allowed.
@@ -62,9 +69,7 @@ deny[location] contains lib.reason(rego.metadata.rule(), message) if {
 #   code: residency
 #   rule: residency.unmapped
 deny[location] contains lib.reason(rego.metadata.rule(), message) if {
-	mapped := zones
-	some location in locations
-	not mapped[location]
+	some location in unmapped
 	[provider, region, city] := location
 	message := sprintf("%s of provider %s is not mapped to a residency zone (policy/data/regions.json); unmapped regions are refused", [lib.where(region, city), provider])
 }
@@ -77,8 +82,12 @@ deny[location] contains lib.reason(rego.metadata.rule(), message) if {
 #   rule: residency.zone_not_allowed
 deny[location] contains lib.reason(rego.metadata.rule(), message) if {
 	allowed := allowed_zones[data_class]
+
+	# The offered zones the data class does not allow, then their locations.
+	refused_zones := offered_zones - allowed
+	count(refused_zones) > 0
 	some location, z in zones
-	not z in allowed
+	z in refused_zones
 	[_, region, city] := location
 	message := sprintf("%s maps to %s; data class %s allows %s", [lib.where(region, city), z, data_class, concat(", ", sort(allowed))])
 }
@@ -92,6 +101,7 @@ deny[location] contains lib.reason(rego.metadata.rule(), message) if {
 deny[location] contains lib.reason(rego.metadata.rule(), message) if {
 	not input.profile.export_approved
 	"overseas" in allowed_zones[data_class]
+	"overseas" in offered_zones
 	some location, z in zones
 	z == "overseas"
 	[_, region, city] := location
