@@ -71,12 +71,16 @@ type FOCUSOptions struct {
 //
 // Row rules: ChargePeriod = LineState.Start–End; BillingPeriod = the UTC
 // calendar month of ChargePeriodStart; BilledCost = EffectiveCost =
-// ContractedCost = ListCost = LineState.Billed (the recorded unit price is
-// the price the capacity was bought at; there is no negotiated discount);
-// PricingUnit "Hours" of one unit (an instance, a pod, a Vast offer) and
-// PricingQuantity = units × hours run; ListUnitPrice = ContractedUnitPrice =
-// the unit price converted to the billing currency (dividing rounds half away
-// from zero to sluice.FXScale places); PricingCurrency* carry the offer's own
+// LineState.Billed (what the provider bills: the projection, or the accrued
+// cost at its billing granularity); PricingUnit "Hours" of one unit (an
+// instance, a pod, a Vast offer) and PricingQuantity = units × hours run;
+// ListUnitPrice = ContractedUnitPrice = the unit price converted to the
+// billing currency (dividing rounds half away from zero to sluice.FXScale
+// places; the recorded unit price is the price the capacity was bought at,
+// there is no negotiated discount); ListCost = ContractedCost = that unit
+// price × PricingQuantity, exact, as FOCUS defines them (they differ from
+// BilledCost by the FX rounding, a provider's minimum billed time and a spot
+// price that moved); PricingCurrency* carry the offer's own
 // currency exactly. ChargeCategory is Purchase for a reservation, else
 // Usage; PricingCategory is Dynamic for spot, Standard for on-demand,
 // Committed for reserved. ResourceId is the provider's instance ids joined by
@@ -134,6 +138,7 @@ func focusRow(d *Decision, l *LineState, deny string, o FOCUSOptions) ([]string,
 	start, end := l.Start(), l.End()
 	period := time.Date(start.Year(), start.Month(), 1, 0, 0, 0, 0, time.UTC)
 	qty := l.HoursRun().Mul(decimalInt(l.Line.Units))
+	listCost := unitBilling.Amount.Mul(qty) // FOCUS: ListUnitPrice × PricingQuantity
 	names, ok := providerNames[l.Line.Provider]
 	if !ok {
 		names = [2]string{l.Line.Provider, l.Line.Provider}
@@ -167,8 +172,8 @@ func focusRow(d *Decision, l *LineState, deny string, o FOCUSOptions) ([]string,
 	desc := fmt.Sprintf("%d × %s %s %s (%d GPUs %s) for queue %s", l.Line.Units, l.Line.Provider, l.Line.SKU,
 		l.Line.Market, l.Line.GPUs, l.Line.GPUModel, rec.Trigger.Queue)
 	v := map[string]string{
-		"BilledCost": cost.Amount.String(), "EffectiveCost": cost.Amount.String(), "ListCost": cost.Amount.String(),
-		"ContractedCost": cost.Amount.String(), "BillingCurrency": billing,
+		"BilledCost": cost.Amount.String(), "EffectiveCost": cost.Amount.String(), "ListCost": listCost.String(),
+		"ContractedCost": listCost.String(), "BillingCurrency": billing,
 		"BillingAccountId": o.BillingAccountID, "BillingAccountName": o.BillingAccountName,
 		"BillingPeriodStart": period.Format(FOCUSTime), "BillingPeriodEnd": period.AddDate(0, 1, 0).Format(FOCUSTime),
 		"ChargePeriodStart": start.Format(FOCUSTime), "ChargePeriodEnd": end.Format(FOCUSTime),

@@ -1,6 +1,7 @@
 package audit
 
 import (
+	"encoding/csv"
 	"encoding/json"
 	"os"
 	"strings"
@@ -66,5 +67,48 @@ func TestReviewRecomputeChecksAccruedCost(t *testing.T) {
 		if err == nil || !strings.Contains(err.Error(), c.want) || !strings.Contains(err.Error(), "seq 3") {
 			t.Errorf("%s: %v, want a problem at seq 3 naming %s", c.name, err, c.want)
 		}
+	}
+}
+
+// FOCUS 1.2 (opa-and-audit.md §E1): ListCost = ListUnitPrice ×
+// PricingQuantity and ContractedCost = ContractedUnitPrice ×
+// PricingQuantity. A settled line billed 60 s (EC2's minimum) for a 10 s run
+// has PricingQuantity = 2 units × 0.016667 h; its BilledCost is the accrued
+// cost, but ListCost and ContractedCost must follow the unit price and the
+// quantity written on the row.
+func TestReviewFOCUSListCostIsUnitPriceTimesQuantity(t *testing.T) {
+	placed := time.Date(2025, 3, 14, 9, 27, 0, 0, time.UTC)
+	at := placed.Add(10 * time.Second)
+	recs := reviewChain(t, sluice.Release{State: sluice.ReleaseReleased, Reason: sluice.ReleaseDrain, RequestedAt: at, At: at,
+		BilledSeconds: 60, AccruedCost: sluice.MustMoney("0.41152263", "USD")})
+	if _, _, err := Recompute(recs); err != nil {
+		t.Fatal(err)
+	}
+	book, err := Load(recs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var sb strings.Builder
+	if _, err := WriteFOCUS(&sb, book, placed.AddDate(0, 0, -1), placed.AddDate(0, 0, 1), FOCUSOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	rows, err := csv.NewReader(strings.NewReader(sb.String())).ReadAll()
+	if err != nil || len(rows) != 2 {
+		t.Fatalf("%d rows, %v", len(rows), err)
+	}
+	col := map[string]string{}
+	for i, c := range rows[0] {
+		col[c] = rows[1][i]
+	}
+	qty := decimal.RequireFromString(col["PricingQuantity"])
+	for _, c := range [][2]string{{"ListCost", "ListUnitPrice"}, {"ContractedCost", "ContractedUnitPrice"}} {
+		want := decimal.RequireFromString(col[c[1]]).Mul(qty)
+		if got := decimal.RequireFromString(col[c[0]]); !got.Equal(want) {
+			t.Errorf("%s %s, %s %s × PricingQuantity %s = %s", c[0], got, c[1], col[c[1]], qty, want)
+		}
+	}
+	// Found by hand: 0.41152263 USD × 7.1072 = 2.924773635936 CNY billed.
+	if col["BilledCost"] != "2.924773635936" || col["BillingCurrency"] != "CNY" {
+		t.Errorf("BilledCost %s %s, want 2.924773635936 CNY", col["BilledCost"], col["BillingCurrency"])
 	}
 }
