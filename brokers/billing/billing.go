@@ -3,10 +3,11 @@
 // compute a placement's accrued cost; the loopback fakes bill with the same
 // rules.
 //
-// Rounding point: the billed duration is the running time rounded UP to the
+// Rounding points: the billed duration is the running time rounded UP to the
 // granularity, and at least the minimum; cost = price per hour × billed
-// seconds / 3600, exact (no rounding: a decimal with at most as many places
-// as the price plus 4; callers round where they present it).
+// seconds / 3600, the division rounded half away from zero to
+// sluice.AccruedScale places (3600 = 2⁴·3²·5², so it is not exact), the same
+// point as the ledger's accrued cost (sluice.PerSecond).
 package billing
 
 import (
@@ -67,10 +68,11 @@ func (r Rule) Billed(start, end time.Time) time.Duration {
 }
 
 // Cost is what one unit priced at perHour (per unit-hour) costs from start to
-// end: perHour × billed seconds / 3600, exact.
+// end: perHour × billed seconds / 3600, rounded half away from zero to
+// sluice.AccruedScale places.
 func (r Rule) Cost(perHour sluice.Money, start, end time.Time) (cost sluice.Money, billedSeconds int64) {
 	s := int64(r.Billed(start, end) / time.Second)
-	return sluice.Money{Amount: perHour.Amount.Mul(decimal.NewFromInt(s)).Div(decimal.NewFromInt(3600)), Currency: perHour.Currency}, s
+	return sluice.Money{Amount: perHour.Amount.Mul(decimal.NewFromInt(s)).DivRound(decimal.NewFromInt(3600), sluice.AccruedScale), Currency: perHour.Currency}, s
 }
 
 // Upfront is the cost of a reservation paid for its whole term (an EC2
