@@ -707,7 +707,7 @@ func (b *Burst) planFollowUp(ctx context.Context, root *DecisionRecord, parent, 
 	fu = DecisionRecord{
 		Kind: "decision", DecisionID: id, FollowUpOf: parent, DecidedAt: now, Trigger: root.Trigger, Profile: root.Profile,
 		BillingCurrency: root.BillingCurrency, FX: root.FX, PolicyRevision: b.Policy.Revision(), CodeVersion: b.CodeVersion,
-		Sources: root.Sources, Offers: root.Offers, Verdicts: b.excluding(root.Offers, verdicts, refused, now),
+		Sources: root.Sources, Offers: remaining(root, refused), Verdicts: b.excluding(root.Offers, verdicts, refused, now),
 	}
 	fetched := true
 	for attempt := 1; ; attempt++ {
@@ -729,6 +729,54 @@ func (b *Burst) planFollowUp(ctx context.Context, root *DecisionRecord, parent, 
 		}
 		return fu, false, fmt.Errorf("recording follow-up %s: %w", id, err)
 	}
+}
+
+// remaining returns a copy of root's offers with the units the chain already
+// holds taken out: every line of root and of its follow-ups so far that was
+// not refused holds (or may still hold) its units, so a follow-up never plans
+// the same stock twice. UnitsAvailable drops by the units held of that offer,
+// and an offer's pool (PoolGPUs) by the GPUs held from that pool. The
+// follow-up's record keeps these reduced offers.
+func remaining(root *DecisionRecord, refused []refusal) []Offer {
+	type key struct{ provider, offer string }
+	held := map[key]int{}
+	pool := map[string]int{}
+	gpusPerUnit := map[key]int{}
+	poolOf := map[key]string{}
+	for _, o := range root.Offers {
+		k := key{o.Provider, o.ID}
+		gpusPerUnit[k], poolOf[k] = o.GPUsPerUnit, o.Pool
+	}
+	count := func(l Line, sign int) {
+		k := key{l.Provider, l.OfferID}
+		held[k] += sign * l.Units
+		if p := poolOf[k]; p != "" {
+			pool[p] += sign * l.Units * gpusPerUnit[k]
+		}
+	}
+	for _, l := range root.Lines {
+		count(l, 1)
+	}
+	for _, fu := range root.FollowUps {
+		for _, l := range fu.Lines {
+			count(l, 1)
+		}
+	}
+	for _, r := range refused {
+		count(r.line, -1)
+	}
+	out := make([]Offer, len(root.Offers))
+	copy(out, root.Offers)
+	for i := range out {
+		o := &out[i]
+		if h := held[key{o.Provider, o.ID}]; h > 0 {
+			o.UnitsAvailable = max(o.UnitsAvailable-h, 0)
+		}
+		if o.Pool != "" && o.PoolGPUs > 0 && pool[o.Pool] > 0 {
+			o.PoolGPUs = max(o.PoolGPUs-pool[o.Pool], 0)
+		}
+	}
+	return out
 }
 
 // excluding returns a copy of verdicts with the refused offers (and, after a
