@@ -27,7 +27,9 @@ const DefaultAdoptAfter = 15 * time.Minute
 //     fall-through); without it, what the provider holds is recorded;
 //   - an open placement whose instances the provider no longer lists is
 //     recorded lost (reason reconcile-lost) with its accrued cost up to now
-//     (the provider does not say when it stopped billing; now is the upper bound);
+//     (the provider does not say when it stopped billing; now is the upper
+//     bound) — once it is older than AdoptAfter: a younger one may simply not
+//     be listed yet, and is reported as Unlisted;
 //   - a pending release is retried (Drainer).
 //
 // A provider whose listing fails is skipped whole: nothing of it is marked
@@ -40,7 +42,9 @@ type Reconciler struct {
 	Providers []string
 	// Cost as in Drainer (nil = PerSecond).
 	Cost func(p Placement, end time.Time) (Money, int64)
-	// AdoptAfter: 0 = DefaultAdoptAfter; negative = at once (tests, the crash test).
+	// AdoptAfter is the grace period for adopting unrecorded lines and for
+	// judging an unlisted placement lost: 0 = DefaultAdoptAfter; negative =
+	// at once (tests, the crash test).
 	AdoptAfter time.Duration
 	// Resume, when set, settles a committed decision's unrecorded lines the
 	// way a redelivered trigger would (Burst.Resume: line claims, look-up,
@@ -59,6 +63,9 @@ type ReconcileReport struct {
 	Lost []Release `json:"lost"`
 	// Adopted placements of lines that had no record.
 	Adopted []Placement `json:"adopted"`
+	// Unlisted open placements younger than the grace period that the
+	// provider does not list yet: not judged lost on this pass.
+	Unlisted []Placement `json:"unlisted"`
 	// Retried pending releases: confirmed now, or still pending.
 	Released []Release `json:"released"`
 	Pending  []Release `json:"pending"`
@@ -66,10 +73,21 @@ type ReconcileReport struct {
 	Errors []string `json:"errors,omitempty"`
 }
 
+// grace is AdoptAfter with its default: 0 = DefaultAdoptAfter, negative = none.
+func (c *Reconciler) grace() time.Duration {
+	switch {
+	case c.AdoptAfter == 0:
+		return DefaultAdoptAfter
+	case c.AdoptAfter < 0:
+		return -1
+	}
+	return c.AdoptAfter
+}
+
 // Reconcile runs one pass. Its error is for the ledger; provider failures
 // are in the report.
 func (c *Reconciler) Reconcile(ctx context.Context) (ReconcileReport, error) {
-	rep := ReconcileReport{Listed: map[string]int{}, Orphans: []Release{}, Lost: []Release{}, Adopted: []Placement{},
+	rep := ReconcileReport{Listed: map[string]int{}, Orphans: []Release{}, Lost: []Release{}, Adopted: []Placement{}, Unlisted: []Placement{},
 		Released: []Release{}, Pending: []Release{}}
 	d := &Drainer{Ledger: c.Ledger, Broker: c.Broker, Clock: c.Clock, Cost: c.Cost}
 	now := d.now()
@@ -131,6 +149,13 @@ func (c *Reconciler) Reconcile(ctx context.Context) (ReconcileReport, error) {
 		if held {
 			continue
 		}
+		// A fresh placement may not be listed yet (EC2 DescribeInstances is
+		// eventually consistent after RunInstances): it is judged lost only
+		// once it is older than the grace period, never on one early miss.
+		if grace := c.grace(); grace > 0 && now.Sub(op.PlacedAt) < grace {
+			rep.Unlisted = append(rep.Unlisted, op.Placement)
+			continue
+		}
 		r := Release{Kind: "release", DecisionID: op.DecisionID, Line: op.Line, Queue: op.Queue, Provider: op.Provider,
 			ExternalIDs: op.ExternalIDs, State: ReleaseLost, Reason: ReleaseReconcileLost, Slots: op.Slots,
 			RequestedAt: now, At: now, Error: "the provider no longer lists the placement's instances"}
@@ -142,10 +167,7 @@ func (c *Reconciler) Reconcile(ctx context.Context) (ReconcileReport, error) {
 	}
 
 	// Instances the ledger has no open placement for.
-	adoptAfter := c.AdoptAfter
-	if adoptAfter == 0 {
-		adoptAfter = DefaultAdoptAfter
-	}
+	adoptAfter := c.grace()
 	decisions := map[string]*DecisionRecord{}
 	for _, prov := range providers {
 		m, ok := listed[prov]

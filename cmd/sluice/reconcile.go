@@ -85,8 +85,8 @@ func printReconcile(w io.Writer, rep sluice.ReconcileReport) {
 	}
 	slices.Sort(listed)
 	fmt.Fprintf(w, "listed    %s tagged running instance(s)\n", strings.Join(listed, ", "))
-	fmt.Fprintf(w, "found     %d orphan(s), %d lost, %d adopted, %d pending release(s) confirmed, %d still pending\n",
-		len(rep.Orphans), len(rep.Lost), len(rep.Adopted), len(rep.Released), len(rep.Pending))
+	fmt.Fprintf(w, "found     %d orphan(s), %d lost, %d adopted, %d pending release(s) confirmed, %d still pending, %d too new to judge\n",
+		len(rep.Orphans), len(rep.Lost), len(rep.Adopted), len(rep.Released), len(rep.Pending), len(rep.Unlisted))
 	var rs []sluice.Release
 	rs = append(rs, rep.Orphans...)
 	rs = append(rs, rep.Lost...)

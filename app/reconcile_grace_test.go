@@ -1,0 +1,57 @@
+package app
+
+import (
+	"context"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/sluicehq/sluice"
+)
+
+// A provider listing that misses a fresh placement (EC2 DescribeInstances is
+// eventually consistent after RunInstances) must not make reconcile record it
+// lost — that freed its slots and, once the listing caught up, got its running
+// instances terminated as orphans (found by a new-user test). Only a
+// placement older than the grace period (DefaultAdoptAfter) is judged lost.
+func TestReconcileGivesFreshPlacementsGrace(t *testing.T) {
+	dir := t.TempDir()
+	c := &movingClock{t: decisionAt}
+	a, err := Open(context.Background(), Options{
+		ConfigPath: "../testdata/sluice.yaml", ReplayDir: "../testdata/replay",
+		LedgerPath: filepath.Join(dir, "ledger.db"), Clock: c, CodeVersion: "test",
+		Placement: &Placement{SandboxState: filepath.Join(dir, "provider.json")}, // default grace
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(a.Close)
+	ctx := context.Background()
+	rec, _, err := a.Burst.Decide(ctx, triggerOf(t, "alarm-sns-burst.json"))
+	if err != nil || len(rec.Placements) != 2 {
+		t.Fatalf("burst: %v, %d placements", err, len(rec.Placements))
+	}
+	if err := a.Broker.Lose(rec.Placements[0].ClientToken); err != nil {
+		t.Fatal(err)
+	}
+	c.Add(time.Minute)
+	rep, err := a.Reconcile(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rep.Lost) != 0 || len(rep.Orphans) != 0 || len(rep.Unlisted) != 1 || rep.Unlisted[0].Line != 0 {
+		t.Fatalf("1 min after placing: lost %d, orphans %d, unlisted %+v; want 0, 0 and line 0", len(rep.Lost), len(rep.Orphans), rep.Unlisted)
+	}
+	if live, _ := a.Ledger.LiveSlots(ctx, "train-overseas"); live != 8 {
+		t.Fatalf("live slots after an early miss: %d, want 8", live)
+	}
+	c.Add(sluice.DefaultAdoptAfter)
+	rep, err = a.Reconcile(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// 16 min at 2 × 5.8394 USD/h = 960 s → 3.1143466667 USD.
+	if len(rep.Lost) != 1 || rep.Lost[0].Line != 0 || rep.Lost[0].BilledSeconds != 960 || rep.Lost[0].AccruedCost.String() != "3.1143466667 USD" {
+		t.Fatalf("after the grace period: %+v", rep.Lost)
+	}
+}
