@@ -314,13 +314,12 @@ var noGPUs = sluice.Reason{Code: sluice.ReasonImplausible, Rule: "policy.no_gpus
 
 type location struct{ provider, region, city string }
 
-// priceKey is one distinct price sent to the policy: its currency and its
+// priceKey is one distinct price (in a currency) sent to the policy: its
 // amount per GPU-hour, as an integer in units of 10^-PriceScale when it fits
 // (scaled ≥ 0, text "") or else as decimal text (scaled -1).
 type priceKey struct {
-	currency string
-	scaled   int64
-	text     string
+	scaled int64
+	text   string
 }
 
 // amountTerm is the amount as the number the policy compares.
@@ -332,32 +331,65 @@ func (k priceKey) amountTerm() *ast.Term {
 }
 
 // priceOf is the offer's price per GPU-hour as a priceKey (same value as
-// priceText); ok is false when the offer has no GPUs.
+// priceText; its currency is o.UnitPrice.Currency); ok is false when the
+// offer has no GPUs.
 func priceOf(o sluice.Offer) (priceKey, bool) {
 	if q, ok := scaledPrice(o); ok {
-		return priceKey{currency: o.UnitPrice.Currency, scaled: q}, true
+		return priceKey{scaled: q}, true
 	}
 	text, ok := priceText(o)
-	return priceKey{currency: o.UnitPrice.Currency, scaled: -1, text: text}, ok
+	return priceKey{scaled: -1, text: text}, ok
 }
 
 // priceSlot is the place of a price in the policy input: input.prices[currency][index].
-type priceSlot struct{ currency, index int }
+type priceSlot struct{ currency, index int32 }
+
+// currencyPrices are the distinct prices in one currency, in the order sent,
+// and their indexes by value.
+type currencyPrices struct {
+	currency string
+	keys     []priceKey
+	scaled   map[int64]int32  // keys with scaled ≥ 0
+	text     map[string]int32 // the others
+}
+
+// slot returns the index of k among the prices, adding it if new.
+func (c *currencyPrices) slot(k priceKey) int32 {
+	if k.scaled >= 0 {
+		if i, ok := c.scaled[k.scaled]; ok {
+			return i
+		}
+		if c.scaled == nil {
+			c.scaled = map[int64]int32{}
+		}
+		i := int32(len(c.keys))
+		c.scaled[k.scaled] = i
+		c.keys = append(c.keys, k)
+		return i
+	}
+	if i, ok := c.text[k.text]; ok {
+		return i
+	}
+	if c.text == nil {
+		c.text = map[string]int32{}
+	}
+	i := int32(len(c.keys))
+	c.text[k.text] = i
+	c.keys = append(c.keys, k)
+	return i
+}
 
 // Decide evaluates all offers in one query: the distinct locations, markets
 // and prices (by currency) go to the policy once each, and each offer gets
 // the reasons of its location, market and price. now pins time.now_ns() so a
 // recorded decision replays exactly.
 func (e *Evaluator) Decide(ctx context.Context, p sluice.QueueProfile, offers []sluice.Offer, now time.Time) (Decision, error) {
-	locIndex := map[location]int{}
+	locIndex := map[location]int32{}
 	var locs []location
-	mktIndex := map[sluice.Market]int{}
-	var mkts []sluice.Market
-	priceIndex := map[priceKey]priceSlot{}
-	var currencies []string
-	var prices [][]priceKey // by currency, in currencies' order
+	var mkts []sluice.Market // a handful: found by linear search
+	var groups []currencyPrices
 	type parts struct {
-		loc, mkt int
+		loc, mkt int32
 		price    priceSlot // currency -1: no GPUs
 	}
 	each := make([]parts, len(offers))
@@ -365,31 +397,31 @@ func (e *Evaluator) Decide(ctx context.Context, p sluice.QueueProfile, offers []
 		l := location{o.Provider, o.Region, o.City}
 		li, ok := locIndex[l]
 		if !ok {
-			li = len(locs)
+			li = int32(len(locs))
 			locIndex[l] = li
 			locs = append(locs, l)
 		}
-		mi, ok := mktIndex[o.Market]
-		if !ok {
-			mi = len(mkts)
-			mktIndex[o.Market] = mi
+		mi := int32(slices.Index(mkts, o.Market))
+		if mi < 0 {
+			mi = int32(len(mkts))
 			mkts = append(mkts, o.Market)
 		}
 		ps := priceSlot{-1, -1}
 		if k, ok := priceOf(o); ok {
-			if ps, ok = priceIndex[k]; !ok {
-				ps.currency = slices.Index(currencies, k.currency)
-				if ps.currency < 0 {
-					ps.currency = len(currencies)
-					currencies = append(currencies, k.currency)
-					prices = append(prices, nil)
-				}
-				ps.index = len(prices[ps.currency])
-				prices[ps.currency] = append(prices[ps.currency], k)
-				priceIndex[k] = ps
+			cur := o.UnitPrice.Currency
+			ps.currency = int32(slices.IndexFunc(groups, func(g currencyPrices) bool { return g.currency == cur }))
+			if ps.currency < 0 {
+				ps.currency = int32(len(groups))
+				groups = append(groups, currencyPrices{currency: cur, keys: make([]priceKey, 0, len(offers)-i)})
 			}
+			ps.index = groups[ps.currency].slot(k)
 		}
 		each[i] = parts{li, mi, ps}
+	}
+	currencies := make([]string, len(groups))
+	prices := make([][]priceKey, len(groups))
+	for c, g := range groups {
+		currencies[c], prices[c] = g.currency, g.keys
 	}
 
 	rs, err := e.batch.Eval(ctx,
@@ -414,42 +446,63 @@ func (e *Evaluator) Decide(ctx context.Context, p sluice.QueueProfile, offers []
 		return Decision{}, err
 	}
 
-	// Offers with the same parts share one verdict (reasons merged and sorted
-	// once); each offer gets its own copy of the reasons, cut from one
-	// backing array.
+	// An offer's verdict depends on its location, its market and whether its
+	// price is refused (and in which currency), so offers that share these
+	// share one verdict: reasons merged and sorted once. Each offer gets its
+	// own copy of the reasons, cut from one backing array.
+	type shared struct {
+		loc, mkt int32
+		price    int32 // -1: allowed; -2: no GPUs; c ≥ 0: refused with the reasons of currencies[c]
+	}
 	type merged struct {
 		zone    sluice.Zone
 		reasons []sluice.Reason
 	}
-	cache := map[parts]merged{}
-	merge := func(pt parts) merged {
-		lv := b.locations[pt.loc]
-		m := merged{zone: lv.zone, reasons: slices.Concat(lv.reasons, b.markets[pt.mkt])}
-		if pt.price.currency < 0 {
+	sharedOf := func(pt parts) shared {
+		switch {
+		case pt.price.currency < 0:
+			return shared{pt.loc, pt.mkt, -2}
+		case b.prices[pt.price.currency].refused[pt.price.index]:
+			return shared{pt.loc, pt.mkt, pt.price.currency}
+		}
+		return shared{pt.loc, pt.mkt, -1}
+	}
+	cache := map[shared]int32{} // index in verdicts
+	var verdicts []merged
+	merge := func(sh shared) merged {
+		lv := b.locations[sh.loc]
+		m := merged{zone: lv.zone, reasons: slices.Concat(lv.reasons, b.markets[sh.mkt])}
+		switch {
+		case sh.price == -2:
 			m.reasons = append(m.reasons, noGPUs)
-		} else if b.prices[pt.price.currency].refused[pt.price.index] {
-			m.reasons = append(m.reasons, b.prices[pt.price.currency].reasons...)
+		case sh.price >= 0:
+			m.reasons = append(m.reasons, b.prices[sh.price].reasons...)
 		}
 		sortReasons(m.reasons)
 		return m
 	}
+	verdictOf := make([]int32, len(offers))
 	total := 0
 	for i := range offers {
-		m, ok := cache[each[i]]
+		sh := sharedOf(each[i])
+		vi, ok := cache[sh]
 		if !ok {
-			m = merge(each[i])
+			m := merge(sh)
 			if len(m.reasons) == 0 && m.zone == "" {
 				// The policy refuses unmapped regions; an allow without a zone means a broken policy.
 				return Decision{}, fmt.Errorf("policy result: offer %s allowed with no residency zone (unmapped region must be refused)", offers[i].ID)
 			}
-			cache[each[i]] = m
+			vi = int32(len(verdicts))
+			verdicts = append(verdicts, m)
+			cache[sh] = vi
 		}
-		total += len(m.reasons)
+		verdictOf[i] = vi
+		total += len(verdicts[vi].reasons)
 	}
 	backing := make([]sluice.Reason, 0, total)
 	out := make([]sluice.Verdict, len(offers))
 	for i, o := range offers {
-		m := cache[each[i]]
+		m := verdicts[verdictOf[i]]
 		var reasons []sluice.Reason
 		if n := len(m.reasons); n > 0 {
 			start := len(backing)
