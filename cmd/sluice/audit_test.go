@@ -272,6 +272,40 @@ func rechain(t *testing.T, path string, from int64) {
 	}
 }
 
+// Record selectors for editBody.
+const (
+	firstRelease = `seq = (SELECT MIN(seq) FROM records WHERE kind = 'release' AND body LIKE '%"state":"released"%')`
+	firstPlaced  = `seq = (SELECT MIN(seq) FROM records WHERE kind = 'placement' AND body NOT LIKE '%"error%')`
+)
+
+// editBody rewrites the body of the one record matching where with edit
+// (hashes are left as they are: rechain fixes them).
+func editBody(t *testing.T, path, where string, edit func(string) string) {
+	t.Helper()
+	db, err := sql.Open("sqlite", path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	for _, q := range []string{`DROP TRIGGER IF EXISTS records_no_update`, `DROP TRIGGER IF EXISTS records_no_delete`} {
+		if _, err := db.Exec(q); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var seq int64
+	var body string
+	if err := db.QueryRow(`SELECT seq, body FROM records WHERE `+where).Scan(&seq, &body); err != nil {
+		t.Fatal(err)
+	}
+	nb := edit(body)
+	if nb == body {
+		t.Fatalf("seq %d: edit changed nothing in %s", seq, body)
+	}
+	if _, err := db.Exec(`UPDATE records SET body = ? WHERE seq = ?`, nb, seq); err != nil {
+		t.Fatal(err)
+	}
+}
+
 // The tamper matrix: each change to a copy of the replay ledger makes
 // `sluice audit verify` exit 1 naming the record; the untouched ledger
 // verifies. Removing the last record of a SQLite file is the documented
@@ -304,6 +338,37 @@ func TestAuditTamperMatrix(t *testing.T) {
 		}, 1, "record seq 4 (dec-"},
 		{"amount changed and the whole tail re-chained", func(t *testing.T, p string) {
 			sqlExec(t, p, `UPDATE records SET body = replace(body, '"base_cost":{"amount":"', '"base_cost":{"amount":"1') WHERE seq = 1`)
+			rechain(t, p, 1)
+		}, 1, "record seq 1 (dec-"},
+		// Settled money, re-chained so only the recomputation can catch it.
+		{"release accrued_cost raised, tail re-chained", func(t *testing.T, p string) {
+			editBody(t, p, firstRelease, func(b string) string {
+				return strings.Replace(b, `"accrued_cost":{"amount":"`, `"accrued_cost":{"amount":"999`, 1)
+			})
+			rechain(t, p, 1)
+		}, 1, "/release/released): accrued_cost: recorded 999"},
+		{"release billed_seconds beyond the run, tail re-chained", func(t *testing.T, p string) {
+			editBody(t, p, firstRelease, func(b string) string {
+				return regexp.MustCompile(`"billed_seconds":\d+`).ReplaceAllString(b, `"billed_seconds":99999`)
+			})
+			rechain(t, p, 1)
+		}, 1, "/release/released): billed_seconds 99999, more than the 10800 s"},
+		{"placement price 5.8394 → 50.8394 USD, tail re-chained", func(t *testing.T, p string) {
+			editBody(t, p, firstPlaced, func(b string) string {
+				return regexp.MustCompile(`"price":\{"amount":"([0-9]+)\.`).ReplaceAllString(b, `"price":{"amount":"${1}0.`)
+			})
+			rechain(t, p, 1)
+		}, 1, "/placement/0): price "},
+		{"placed line's external_ids emptied, tail re-chained", func(t *testing.T, p string) {
+			editBody(t, p, firstPlaced, func(b string) string {
+				return regexp.MustCompile(`"external_ids":\[[^\]]*\]`).ReplaceAllString(b, `"external_ids":[]`)
+			})
+			rechain(t, p, 1)
+		}, 1, "/placement/0): external_ids: a placed line with no instance ids"},
+		{"decided_at moved before the budget period, tail re-chained", func(t *testing.T, p string) {
+			editBody(t, p, "seq = 1", func(b string) string {
+				return regexp.MustCompile(`"decided_at":"[^"]*"`).ReplaceAllString(b, `"decided_at":"2026-10-15T00:00:00Z"`)
+			})
 			rechain(t, p, 1)
 		}, 1, "record seq 1 (dec-"},
 		{"last record removed (undetectable in a lone file)", func(t *testing.T, p string) {

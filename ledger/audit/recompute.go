@@ -10,6 +10,7 @@ import (
 	"github.com/shopspring/decimal"
 
 	"github.com/sluicehq/sluice"
+	"github.com/sluicehq/sluice/brokers/billing"
 	"github.com/sluicehq/sluice/ledger"
 )
 
@@ -39,9 +40,17 @@ var isoCurrency = regexp.MustCompile(`^[A-Z]{3}$`)
 //     chain (decision totals trued up by failed and settled lines,
 //     ledger.TrueUps).
 //
+// A decision with a budget was decided inside its budget period
+// ([period_start, period_end)).
+//
 // Per placement: its line exists, with the same provider, market, units and
-// slots. Per release step: a settled step's accrued cost is in the
-// placement's price currency and its billed seconds are not negative.
+// slots; a placement that holds capacity names its instances and its price
+// read back is within tolerance of the line (checkPlaced). Per release step:
+// a settled step's accrued cost is in the placement's price currency, its
+// billed seconds agree with placed_at → at at the provider's granularity,
+// and the accrued cost is recomputed from them (checkAccrued). Orphan
+// releases (no committed decision) are not recomputed: nothing recorded
+// gives their price.
 func Recompute(recs []ledger.Stored) (decisions, lines int, err error) {
 	book, err := Load(recs)
 	if err != nil {
@@ -67,6 +76,10 @@ func Recompute(recs []ledger.Stored) (decisions, lines int, err error) {
 				return decisions, lines, fail("%v", err)
 			}
 			if b := rec.Budget; b != nil {
+				if rec.DecidedAt.Before(b.PeriodStart) || !rec.DecidedAt.Before(b.PeriodEnd) {
+					return decisions, lines, fail("decided_at %s is outside the budget period [%s, %s)",
+						rec.DecidedAt.UTC().Format(time.RFC3339), b.PeriodStart.UTC().Format(time.RFC3339), b.PeriodEnd.UTC().Format(time.RFC3339))
+				}
 				replayed := decimal.Zero
 				for _, sp := range spends {
 					if sp.tier == b.Tier && !sp.at.Before(b.PeriodStart) && sp.at.Before(b.PeriodEnd) {
@@ -287,6 +300,9 @@ func checkFollower(r ledger.Stored, d *Decision) error {
 			return fmt.Errorf("placement %s/%s %d units %d slots; line %d is %s/%s %d units %d slots",
 				p.Provider, p.Market, p.Units, p.Slots, p.Line, l.Provider, l.Market, l.Units, l.Slots)
 		}
+		if err := checkPlaced(p, l); err != nil {
+			return err
+		}
 	case ledger.KindRelease:
 		var rr ledger.ReleaseRecord
 		if err := jsonInto(r.Body, &rr); err != nil {
@@ -317,6 +333,51 @@ func checkFollower(r ledger.Stored, d *Decision) error {
 	return nil
 }
 
+// checkPlaced checks a placement that holds capacity (no Error and no
+// ErrorClass: Sluice kept it) against its line: it names the provider's
+// instances (external_ids not empty), and a price read back is in the line's
+// currency, positive, and at most the line's bid (spot) or unit price × (1 +
+// sluice.ReusePriceTolerance), compared exactly — the limit Burst's
+// checkReuse applied before keeping it (resume.go). A price below the bid is
+// normal (a spot market moves) and is not refused.
+func checkPlaced(p sluice.Placement, l sluice.Line) error {
+	if p.Error != "" || p.ErrorClass != "" {
+		return nil
+	}
+	if len(p.ExternalIDs) == 0 {
+		return fmt.Errorf("external_ids: a placed line with no instance ids")
+	}
+	if !p.Price.IsSet() {
+		return nil
+	}
+	if p.Price.Currency != l.UnitPrice.Currency {
+		return fmt.Errorf("price %s, line %d is priced in %s", p.Price, p.Line, l.UnitPrice.Currency)
+	}
+	if !p.Price.Amount.IsPositive() {
+		return fmt.Errorf("price %s is not positive", p.Price)
+	}
+	limit := l.UnitPrice
+	if l.Bid != nil && l.Bid.Cmp(limit) > 0 {
+		limit = *l.Bid
+	}
+	if max := limit.Mul(decimal.NewFromInt(1).Add(sluice.ReusePriceTolerance)); p.Price.Cmp(max) > 0 {
+		return fmt.Errorf("price %s, above %s (line %d's bid or unit price %s + %s%%)", p.Price, max, p.Line, limit, sluice.ReusePriceTolerance.Shift(2))
+	}
+	return nil
+}
+
+// billedCeiling is the most a provider bills for run: run rounded up to the
+// provider's billing granularity, at least its minimum (billing.Rule.Billed,
+// brokers/billing.Rules); a provider without a rule is billed per second
+// with no minimum. Zero when run is not positive.
+func billedCeiling(provider string, start, end time.Time) int64 {
+	r, err := billing.For(provider)
+	if err != nil {
+		r = billing.Rule{Granularity: time.Second}
+	}
+	return int64(r.Billed(start, end) / time.Second)
+}
+
 // checkAccrued recomputes a settled release step's accrued cost from its
 // placement, as sluice.Drainer computed it: a reservation costs price ×
 // units × the line's hours, billed seconds = ⌈hours × 3600⌉; anything else
@@ -324,8 +385,11 @@ func checkFollower(r ledger.Stored, d *Decision) error {
 // away from zero to sluice.AccruedScale places (sluice.PerSecond and the
 // application's per-provider rule), and its billed seconds cover at least
 // the running time from placed_at to at, rounded up to the second (a
-// provider's granularity and minimum only add to it). A placement with no
-// price read back accrues nothing.
+// provider's granularity and minimum only add to it) and at most that time
+// rounded up to the provider's granularity, or its minimum (billedCeiling:
+// the sandbox bills per second, the providers' rules may add a minimum; 0
+// when at is not after placed_at). A placement with no price read back
+// accrues nothing.
 func checkAccrued(rel sluice.Release, p sluice.Placement, l sluice.Line) error {
 	if !p.Price.IsSet() {
 		if !rel.AccruedCost.Amount.IsZero() {
@@ -346,6 +410,10 @@ func checkAccrued(rel sluice.Release, p sluice.Placement, l sluice.Line) error {
 				return fmt.Errorf("billed_seconds %d, less than the %d s from placed_at %s to at %s", rel.BilledSeconds, secs,
 					p.PlacedAt.UTC().Format(time.RFC3339), rel.At.UTC().Format(time.RFC3339))
 			}
+		}
+		if most := billedCeiling(p.Provider, p.PlacedAt, rel.At); rel.BilledSeconds > most {
+			return fmt.Errorf("billed_seconds %d, more than the %d s %s bills from placed_at %s to at %s", rel.BilledSeconds, most,
+				p.Provider, p.PlacedAt.UTC().Format(time.RFC3339Nano), rel.At.UTC().Format(time.RFC3339Nano))
 		}
 		want = p.Price.Amount.Mul(units.Mul(decimal.NewFromInt(rel.BilledSeconds))).DivRound(decimal.NewFromInt(3600), sluice.AccruedScale)
 	}

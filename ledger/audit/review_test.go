@@ -72,13 +72,15 @@ func TestReviewRecomputeChecksAccruedCost(t *testing.T) {
 
 // FOCUS 1.2 (opa-and-audit.md §E1): ListCost = ListUnitPrice ×
 // PricingQuantity and ContractedCost = ContractedUnitPrice ×
-// PricingQuantity. A settled line billed 60 s (EC2's minimum) for a 10 s run
-// has PricingQuantity = 2 units × 0.016667 h; its BilledCost is the accrued
+// PricingQuantity. A settled line billed 60 s has PricingQuantity = 2 units
+// × 0.016667 h (hours rounded to 6 places); its BilledCost is the accrued
 // cost, but ListCost and ContractedCost must follow the unit price and the
-// quantity written on the row.
+// quantity written on the row. (Vast bills per second with no minimum, so
+// the run is 60 s: Recompute refuses more billed seconds than the provider's
+// rule gives.)
 func TestReviewFOCUSListCostIsUnitPriceTimesQuantity(t *testing.T) {
 	placed := time.Date(2025, 3, 14, 9, 27, 0, 0, time.UTC)
-	at := placed.Add(10 * time.Second)
+	at := placed.Add(60 * time.Second)
 	recs := reviewChain(t, sluice.Release{State: sluice.ReleaseReleased, Reason: sluice.ReleaseDrain, RequestedAt: at, At: at,
 		BilledSeconds: 60, AccruedCost: sluice.MustMoney("0.41152263", "USD")})
 	if _, _, err := Recompute(recs); err != nil {
