@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"time"
 
@@ -153,6 +154,9 @@ func (b *Burst) plan(ctx context.Context, rec *DecisionRecord, profile QueueProf
 	if rec.Demand.Slots > 0 {
 		if !*fetched {
 			rec.Offers, rec.Sources = b.Quotes.Collect(ctx)
+			if err := noSourceAnswered(rec.Sources); err != nil {
+				return err
+			}
 			if rec.Verdicts, err = b.Policy.Evaluate(ctx, profile, rec.Offers, now); err != nil {
 				return fmt.Errorf("evaluating policy: %w", err)
 			}
@@ -226,4 +230,29 @@ func (b *Burst) budget(ctx context.Context, tier Tier, now time.Time) (*BudgetSt
 	return &BudgetState{Tier: tier, PeriodStart: from, PeriodEnd: to, Budget: monthly,
 		Spent:    Money{spent, monthly.Currency},
 		Headroom: Money{monthly.Amount.Sub(spent), monthly.Currency}}, nil
+}
+
+// ErrNoQuotes is returned by Decide when slots are wanted and no quote
+// source answered at all (every source timed out or failed). Nothing is
+// recorded: a decision made blind would be the trigger's final answer (a
+// redelivery replays it and CloudWatch does not notify again while the
+// alarm stays in ALARM), so the error is transient and the trigger's retry
+// decides on fresh quotes. A partial outage is recorded as usual, with each
+// failed source in the decision's sources.
+var ErrNoQuotes = errors.New("no quote source answered")
+
+// noSourceAnswered returns ErrNoQuotes naming each source's error when every
+// source failed (or there were none), else nil.
+func noSourceAnswered(sources []SourceReport) error {
+	var why []string
+	for _, s := range sources {
+		if s.Error == "" {
+			return nil
+		}
+		why = append(why, s.Provider+": "+s.Error)
+	}
+	if len(why) == 0 {
+		return fmt.Errorf("%w: no source is enabled", ErrNoQuotes)
+	}
+	return fmt.Errorf("%w: %s", ErrNoQuotes, strings.Join(why, "; "))
 }
