@@ -70,6 +70,9 @@ func (b *Burst) Decide(ctx context.Context, t Trigger) (rec DecisionRecord, repl
 	if err != nil {
 		return rec, false, err
 	}
+	if err := checkTime(t, b.Clock.Now()); err != nil {
+		return rec, false, err
+	}
 	id := DecisionID(t)
 	if old, ok, err := b.Ledger.Decision(ctx, id); err != nil {
 		return rec, false, fmt.Errorf("reading decision %s: %w", id, err)
@@ -255,4 +258,31 @@ func noSourceAnswered(sources []SourceReport) error {
 		return fmt.Errorf("%w: no source is enabled", ErrNoQuotes)
 	}
 	return fmt.Errorf("%w: %s", ErrNoQuotes, strings.Join(why, "; "))
+}
+
+// ErrBadTrigger wraps a trigger refused whole by the decision (permanent: a
+// retry gets the same answer).
+var ErrBadTrigger = errors.New("bad trigger")
+
+// MaxAlarmSkew is how far an alarm's StateChangeTime may lie after the
+// decision clock (clock skew between CloudWatch and the function).
+const MaxAlarmSkew = 15 * time.Minute
+
+// cloudWatchLaunch is the earliest plausible StateChangeTime: CloudWatch
+// became generally available on 2009-05-18.
+var cloudWatchLaunch = time.Date(2009, 5, 18, 0, 0, 0, 0, time.UTC)
+
+// checkTime refuses a trigger whose StateChangeTime lies more than
+// MaxAlarmSkew after now, or before CloudWatch existed: a year-9999 alarm
+// would otherwise hold the queue's slots against every real one.
+func checkTime(t Trigger, now time.Time) error {
+	switch {
+	case t.StateChangeTime.After(now.Add(MaxAlarmSkew)):
+		return fmt.Errorf("%w: alarm %s: StateChangeTime %s is more than %s after the decision clock %s",
+			ErrBadTrigger, t.AlarmName, t.StateChangeTime.UTC().Format(time.RFC3339), MaxAlarmSkew, now.UTC().Format(time.RFC3339))
+	case t.StateChangeTime.Before(cloudWatchLaunch):
+		return fmt.Errorf("%w: alarm %s: StateChangeTime %s is before CloudWatch existed (2009-05-18)",
+			ErrBadTrigger, t.AlarmName, t.StateChangeTime.UTC().Format(time.RFC3339))
+	}
+	return nil
 }

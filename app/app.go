@@ -329,9 +329,11 @@ func CodeVersion() string {
 	return "dev"
 }
 
-// IsBadInput reports whether err is the caller's fault (bad config or an
-// unknown queue): the CLI exits 2 for it.
-func IsBadInput(err error) bool { return errors.Is(err, config.ErrBadConfig) }
+// IsBadInput reports whether err is the caller's fault (bad config, an
+// unknown queue, an implausible alarm time): the CLI exits 2 for it.
+func IsBadInput(err error) bool {
+	return errors.Is(err, config.ErrBadConfig) || errors.Is(err, sluice.ErrBadTrigger)
+}
 
 // credentialNames are the credential variables of the enabled providers.
 func credentialNames(cfg *config.Config) []string {

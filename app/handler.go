@@ -102,7 +102,7 @@ func (a *App) Handle(ctx context.Context, raw json.RawMessage) (Result, error) {
 // Permanent reports whether err will not go away on retry: a bad event or a
 // bad config / unknown queue.
 func Permanent(err error) bool {
-	return errors.Is(err, events.ErrBadEvent) || errors.Is(err, config.ErrBadConfig)
+	return errors.Is(err, events.ErrBadEvent) || errors.Is(err, config.ErrBadConfig) || errors.Is(err, sluice.ErrBadTrigger)
 }
 
 // Handle answers one invocation (see [Handler]).

@@ -51,3 +51,27 @@ func TestQuoteOutageIsNotRecorded(t *testing.T) {
 		t.Fatalf("retry after the outage: replayed=%v err=%v outcome %s total %s", replayed, err, rec.Outcome, rec.TotalExpectedCost)
 	}
 }
+
+// An alarm dated far after the decision clock (or before CloudWatch
+// existed) is refused whole and permanently, and takes no slots: a
+// year-9999 alarm used to hold the queue's slots against the real one.
+func TestImplausibleAlarmTimeRefused(t *testing.T) {
+	a := openTest(t)
+	for _, at := range []time.Time{
+		decisionAt.Add(sluice.MaxAlarmSkew + time.Second),
+		time.Date(9999, 12, 31, 23, 59, 59, 0, time.UTC),
+		time.Date(1, 1, 1, 0, 0, 0, 0, time.UTC),
+	} {
+		trig := triggerOf(t, "alarm-sns-burst.json")
+		trig.StateChangeTime = at
+		_, _, err := a.Burst.Decide(context.Background(), trig)
+		if !errors.Is(err, sluice.ErrBadTrigger) || !IsBadInput(err) || !Permanent(err) {
+			t.Errorf("%s: err = %v, want a permanent ErrBadTrigger", at, err)
+		}
+	}
+	trig := triggerOf(t, "alarm-sns-burst.json")
+	trig.StateChangeTime = decisionAt.Add(sluice.MaxAlarmSkew) // within the skew: decided
+	if rec, _, err := a.Burst.Decide(context.Background(), trig); err != nil || rec.Demand.Live != 0 {
+		t.Fatalf("alarm within the skew: %v, live %d", err, rec.Demand.Live)
+	}
+}

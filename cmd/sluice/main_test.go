@@ -151,6 +151,11 @@ func TestMalformedEventsExit2AndLeaveLedgerAlone(t *testing.T) {
 }
 
 func TestOKAlarmIsNothingToDo(t *testing.T) {
+	// The OK alarm changed state at 11:40; decide it just after (an alarm
+	// more than sluice.MaxAlarmSkew ahead of the clock is refused).
+	saved := clock
+	clock = sluice.ClockFunc(func() time.Time { return time.Date(2026, 11, 29, 11, 40, 30, 0, time.UTC) })
+	t.Cleanup(func() { clock = saved })
 	db := filepath.Join(t.TempDir(), "l.db")
 	code, out, errOut := sluiceRun(t, burstArgs(db, "../../testdata/events/alarm-sns-ok.json", "--json")...)
 	if code != 0 {
