@@ -264,20 +264,21 @@ func auditReport(ctx context.Context, args []string, stdout, stderr io.Writer) i
 		return 2
 	}
 	var budgets map[sluice.Tier]sluice.Money
+	currency := ""
 	if *configPath != "" {
 		cfg, err := config.Load(*configPath)
 		if err != nil {
 			fmt.Fprintf(stderr, "sluice audit report: %v\n", err)
 			return 2
 		}
-		budgets = cfg.Budgets
+		budgets, currency = cfg.Budgets, cfg.BillingCurrency
 	}
 	book, err := loadBook(ctx, sf)
 	if err != nil {
 		fmt.Fprintf(stderr, "sluice audit report: %v\n", err)
 		return 1
 	}
-	r, err := laudit.MonthReport(book, month, *by, budgets)
+	r, err := laudit.MonthReportIn(book, month, *by, budgets, currency)
 	if err != nil {
 		fmt.Fprintf(stderr, "sluice audit report: %v\n", err)
 		if strings.Contains(err.Error(), "--by") {

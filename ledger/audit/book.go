@@ -24,7 +24,10 @@ type Book struct {
 	Decisions []*Decision
 	// Orphans are release steps of instances no decision owns (reconcile).
 	Orphans []sluice.Release
-	byID    map[string]*Decision
+	// OrphanCosts are the settled (released or lost) ones among them, in
+	// chain order: costs with no plan line (see Orphan).
+	OrphanCosts []*Orphan
+	byID        map[string]*Decision
 }
 
 // Decision is one decision record and what happened to its lines.
@@ -102,23 +105,37 @@ func (l *LineState) Billed() (sluice.Money, error) {
 }
 
 // HoursRun is the hours per unit the line runs (or ran): the planned hours
-// while planned or open, the billed seconds / 3600 once settled (exact: at
-// most 4 more decimal places than a whole second count needs, rounded half
-// away from zero to 6 places), 0 when it failed.
+// while planned or open, the billed seconds ÷ 3600 once settled (rounded
+// half away from zero to HoursPlaces), 0 when it failed. To multiply it,
+// use hoursTimes (one rounding, after the multiplication).
 func (l *LineState) HoursRun() decimal.Decimal {
+	return l.hoursTimes(1)
+}
+
+// hoursTimes is n × HoursRun with a single rounding point: once settled, n
+// × billed seconds ÷ 3600 rounded half away from zero to HoursPlaces (n ×
+// the rounded hours would carry the rounding error n times: 32 GPUs × 1 s
+// is 0.008889 GPU-hours, not 32 × 0.000278 = 0.008896).
+func (l *LineState) hoursTimes(n int64) decimal.Decimal {
 	switch l.State() {
 	case LineFailed:
 		return decimal.Zero
 	case LineSettled:
-		return decimal.NewFromInt(l.Final.BilledSeconds).DivRound(decimal.NewFromInt(3600), 6)
+		return decimal.NewFromInt(n).Mul(decimal.NewFromInt(l.Final.BilledSeconds)).DivRound(decimal.NewFromInt(3600), HoursPlaces)
 	default:
-		return l.Line.Hours
+		return decimal.NewFromInt(n).Mul(l.Line.Hours)
 	}
 }
 
-// GPUHours is GPUs × HoursRun.
+// GPUHours is GPUs × the hours run, rounded once (hoursTimes).
 func (l *LineState) GPUHours() decimal.Decimal {
-	return decimal.NewFromInt(int64(l.Line.GPUs)).Mul(l.HoursRun())
+	return l.hoursTimes(int64(l.Line.GPUs))
+}
+
+// UnitHours is units × the hours run, rounded once (hoursTimes): the FOCUS
+// PricingQuantity.
+func (l *LineState) UnitHours() decimal.Decimal {
+	return l.hoursTimes(int64(l.Line.Units))
 }
 
 // Start is when the line started running (placement time; decision time
@@ -191,6 +208,13 @@ func Load(recs []ledger.Stored) (*Book, error) {
 			rel := rr.Release
 			if rel.DecisionID == "" {
 				b.Orphans = append(b.Orphans, rel)
+				if rel.State == sluice.ReleaseReleased || rel.State == sluice.ReleaseLost {
+					o := &Orphan{Seq: r.Seq, RecordID: r.RecordID, Hash: r.Hash, Release: rel, TagLine: -1}
+					if id, line, ok := parseOrphanTag(rel.Error); ok {
+						o.Tag, o.TagLine, o.Decision = id, line, b.byID[id]
+					}
+					b.OrphanCosts = append(b.OrphanCosts, o)
+				}
 				continue
 			}
 			ls, err := b.line(rel.DecisionID, rel.Line)

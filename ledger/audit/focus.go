@@ -9,6 +9,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/shopspring/decimal"
+
 	"github.com/sluicehq/sluice"
 )
 
@@ -85,7 +87,9 @@ type FOCUSOptions struct {
 // Usage; PricingCategory is Dynamic for spot, Standard for on-demand,
 // Committed for reserved. ResourceId is the provider's instance ids joined by
 // ";". x_ChargeStatus says whether the cost is projected (planned, open) or
-// accrued (settled). Numbers are plain decimals (decimal.String, never an
+// accrued (settled). Settled orphan releases (Book.OrphanCosts: instances
+// reconcile terminated with no committed decision) follow the plan lines,
+// one row each, in chain order (orphanRow). Numbers are plain decimals (decimal.String, never an
 // exponent); no currency symbols.
 func WriteFOCUS(w io.Writer, book *Book, from, to time.Time, o FOCUSOptions) (int, error) {
 	if o.BillingAccountID == "" {
@@ -120,8 +124,93 @@ func WriteFOCUS(w io.Writer, book *Book, from, to time.Time, o FOCUSOptions) (in
 			rows++
 		}
 	}
+	for _, orph := range book.OrphanCosts {
+		start, _ := orph.chargePeriod()
+		if start.Before(from) || !start.Before(to) {
+			continue
+		}
+		if err := cw.Write(orphanRow(book, orph, o)); err != nil {
+			return rows, err
+		}
+		rows++
+	}
 	cw.Flush()
 	return rows, cw.Error()
+}
+
+// chargePeriod of an orphan: the release records when billing stopped (at)
+// and the billed seconds, not the launch time, so the period is at −
+// billed_seconds → at (the billed time, which includes any granularity or
+// minimum the provider rounded up to).
+func (o *Orphan) chargePeriod() (start, end time.Time) {
+	end = o.Release.At.UTC()
+	return end.Add(-time.Duration(o.Release.BilledSeconds) * time.Second), end
+}
+
+// orphanRow is the FOCUS row of an orphan's cost (Orphan): BilledCost =
+// EffectiveCost = ListCost = ContractedCost = the accrued cost in the
+// billing currency (Book.orphanBilled; no list price is recorded for an
+// instance no decision planned, so the list columns repeat what was billed
+// and ListUnitPrice/ContractedUnitPrice are empty); PricingQuantity = 1
+// instance × billed seconds ÷ 3600, rounded half away from zero to 6 places
+// (HoursPlaces); x_DecisionId and x_PlanLine are the tag the instance
+// carried; tier, team and queue are the tagged decision's when the chain
+// holds it; x_ChargeStatus "orphan".
+func orphanRow(book *Book, o *Orphan, opt FOCUSOptions) []string {
+	rel := o.Release
+	billing := book.billingOf(o)
+	cost, fx, ok := book.orphanBilled(o, billing)
+	if !ok {
+		billing = cost.Currency
+	}
+	start, end := o.chargePeriod()
+	period := time.Date(start.Year(), start.Month(), 1, 0, 0, 0, 0, time.UTC)
+	names, known := providerNames[rel.Provider]
+	if !known {
+		names = [2]string{rel.Provider, rel.Provider}
+	}
+	line := ""
+	if o.TagLine >= 0 && o.Tag != "" {
+		line = fmt.Sprint(o.TagLine)
+	}
+	var tier, team, queue, policy, code, zone string
+	if d := o.Decision; d != nil {
+		tier, team, queue, policy, code = string(d.Rec.Profile.Tier), d.Rec.Profile.Team, d.Rec.Trigger.Queue, d.Rec.PolicyRevision, d.Rec.CodeVersion
+		if o.TagLine >= 0 && o.TagLine < len(d.Rec.Lines) {
+			zone = string(d.Rec.Lines[o.TagLine].Zone)
+		}
+	}
+	var fxRate, fxAsOf, fxSource string
+	if fx != nil {
+		fxRate, fxAsOf, fxSource = fx.Base+"/"+fx.Quote+"="+fx.Rate.String(), fx.AsOf.UTC().Format(FOCUSTime), fx.Source
+	}
+	tag := o.Tag
+	if tag == "" {
+		tag = "(untagged)"
+	}
+	desc := fmt.Sprintf("orphan instance %s at %s (tagged decision %s line %s), terminated by reconcile: %s",
+		strings.Join(rel.ExternalIDs, ";"), rel.Provider, tag, line, rel.Reason)
+	qty := decimal.NewFromInt(rel.BilledSeconds).DivRound(decimal.NewFromInt(3600), HoursPlaces)
+	v := map[string]string{
+		"BilledCost": cost.Amount.String(), "EffectiveCost": cost.Amount.String(), "ListCost": cost.Amount.String(),
+		"ContractedCost": cost.Amount.String(), "BillingCurrency": billing,
+		"BillingAccountId": opt.BillingAccountID, "BillingAccountName": opt.BillingAccountName,
+		"BillingPeriodStart": period.Format(FOCUSTime), "BillingPeriodEnd": period.AddDate(0, 1, 0).Format(FOCUSTime),
+		"ChargePeriodStart": start.Format(FOCUSTime), "ChargePeriodEnd": end.Format(FOCUSTime),
+		"ChargeCategory": "Usage", "ChargeClass": "", "ChargeDescription": desc,
+		"PricingQuantity": qty.String(), "PricingUnit": "Hours",
+		"ProviderName": names[0], "PublisherName": names[0], "InvoiceIssuerName": names[0],
+		"ServiceCategory": "Compute", "ServiceName": names[1], "ResourceId": strings.Join(rel.ExternalIDs, ";"),
+		"PricingCurrency": rel.AccruedCost.Currency, "PricingCurrencyEffectiveCost": rel.AccruedCost.Amount.String(),
+		"x_DecisionId": o.Tag, "x_PlanLine": line, "x_PolicyRevision": policy, "x_CodeVersion": code,
+		"x_ResidencyZone": zone, "x_BudgetTier": tier, "x_Team": team, "x_Queue": queue,
+		"x_ChargeStatus": "orphan", "x_FXRate": fxRate, "x_FXAsOf": fxAsOf, "x_FXSource": fxSource, "x_RecordHash": o.Hash,
+	}
+	row := make([]string, len(FOCUSColumns))
+	for i, c := range FOCUSColumns {
+		row[i] = v[c]
+	}
+	return row
 }
 
 func focusRow(d *Decision, l *LineState, deny string, o FOCUSOptions) ([]string, error) {
@@ -137,7 +226,7 @@ func focusRow(d *Decision, l *LineState, deny string, o FOCUSOptions) ([]string,
 	}
 	start, end := l.Start(), l.End()
 	period := time.Date(start.Year(), start.Month(), 1, 0, 0, 0, 0, time.UTC)
-	qty := l.HoursRun().Mul(decimalInt(l.Line.Units))
+	qty := l.UnitHours()
 	listCost := unitBilling.Amount.Mul(qty) // FOCUS: ListUnitPrice × PricingQuantity
 	names, ok := providerNames[l.Line.Provider]
 	if !ok {

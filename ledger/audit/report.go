@@ -29,25 +29,50 @@ const (
 	CostPerGPUHourPlaces = 4
 	// SharePlaces: budget share in percent, rounded half away from zero.
 	SharePlaces = 2
+	// HoursPlaces: billed seconds ÷ 3600 as hours (FOCUS PricingQuantity,
+	// report GPU-hours), rounded half away from zero once, after any
+	// multiplication by units or GPUs.
+	HoursPlaces = 6
 )
 
 // Row is one group of a month's report. Spend is committed spend in the
 // billing currency (LineState.Committed: expected cost while planned or
 // open, accrued cost once settled, nothing for failed lines), the figure
 // budgets are held to.
+//
+// Decisions: by tier or team, every decision of the month in the group
+// (NOTHING-TO-DO and NO-OFFER included); by provider or zone, the decisions
+// with at least one line in the group, so those rows can sum to more (a
+// decision buying from two providers) or less (decisions with no line) than
+// TOTAL. TOTAL's Decisions is always every decision decided in the month,
+// whatever the grouping.
 type Row struct {
 	Key       string
-	Decisions int // decisions with at least one line in the group (tier/team: every decision)
+	Decisions int
 	Lines     int // lines bought or planned (failed lines excluded)
-	Spend     decimal.Decimal
-	GPUHours  decimal.Decimal
+	// Orphans counts settled orphan releases (Orphan) whose accrued cost is
+	// in Spend; they add no decisions, lines or GPU-hours.
+	Orphans     int
+	orphanSpend decimal.Decimal
+	Spend       decimal.Decimal
+	GPUHours    decimal.Decimal
 	// CostPerGPUHour = Spend / GPUHours (CostPerGPUHourPlaces); ok=false when GPUHours is 0.
 	CostPerGPUHour    decimal.Decimal
 	HasCostPerGPUHr   bool
 	waits             []time.Duration
 	WaitMean, WaitMax time.Duration // trigger → first successful placement, mean rounded to the second
 	Waits             int
+	// WaitsExcluded counts waits left out of the mean and max because they
+	// cannot be a queue wait: negative (the alarm's StateChangeTime after
+	// the placement) or longer than MaxWait (an implausible alarm time, or a
+	// duration that saturated).
+	WaitsExcluded int
 }
+
+// MaxWait is the longest trigger → placement time a report believes (one
+// year); longer ones, and negative ones, are excluded from the wait columns
+// and counted in Row.WaitsExcluded.
+const MaxWait = 366 * 24 * time.Hour
 
 // TierBudget is a tier's committed spend against its monthly budget.
 type TierBudget struct {
@@ -72,11 +97,25 @@ type Report struct {
 	Daily map[sluice.Tier][]decimal.Decimal
 }
 
-// MonthReport groups the decisions decided in month (its first instant,
-// UTC) by by (ByTier, ByTeam, ByProvider, ByZone). budgets are the monthly
-// budgets per tier (config); a tier without one is reported without a share.
-// It fails when the month's decisions mix billing currencies.
+// MonthReport is MonthReportIn with the currency taken from the month's
+// decisions, else from budgets (the config keeps them in its billing
+// currency).
 func MonthReport(book *Book, month time.Time, by string, budgets map[sluice.Tier]sluice.Money) (*Report, error) {
+	return MonthReportIn(book, month, by, budgets, "")
+}
+
+// MonthReportIn groups the decisions decided in month (its first instant,
+// UTC) by by (ByTier, ByTeam, ByProvider, ByZone), and the settled orphan
+// releases (Book.OrphanCosts) released in the month: their accrued cost
+// (Book.orphanBilled) is spend of the tagged decision's tier, team and
+// line zone when the chain holds it, else of the group "(orphan)"; by
+// provider, of their provider. budgets are the monthly budgets per tier
+// (config); a tier without one is reported without a share. currency is the
+// report's billing currency (the config's billing_currency; "" = the
+// month's decisions', else the budgets'), so an empty month still names
+// it. It fails when a decision of the month is in another billing currency,
+// or an orphan's accrued cost cannot be converted with a recorded rate.
+func MonthReportIn(book *Book, month time.Time, by string, budgets map[sluice.Tier]sluice.Money, currency string) (*Report, error) {
 	switch by {
 	case ByTier, ByTeam, ByProvider, ByZone:
 	default:
@@ -84,7 +123,8 @@ func MonthReport(book *Book, month time.Time, by string, budgets map[sluice.Tier
 	}
 	from := time.Date(month.Year(), month.Month(), 1, 0, 0, 0, 0, time.UTC)
 	to := from.AddDate(0, 1, 0)
-	r := &Report{Month: from.Format("2006-01"), By: by, Days: to.Add(-time.Hour).Day(), Daily: map[sluice.Tier][]decimal.Decimal{}}
+	r := &Report{Month: from.Format("2006-01"), By: by, Currency: currency, Days: to.Add(-time.Hour).Day(), Daily: map[sluice.Tier][]decimal.Decimal{}}
+	decisions := 0
 	rows := map[string]*Row{}
 	row := func(k string) *Row {
 		if rows[k] == nil {
@@ -99,6 +139,7 @@ func MonthReport(book *Book, month time.Time, by string, budgets map[sluice.Tier
 		if at.Before(from) || !at.Before(to) {
 			continue
 		}
+		decisions++
 		if r.Currency == "" {
 			r.Currency = rec.BillingCurrency
 		} else if rec.BillingCurrency != r.Currency {
@@ -154,17 +195,65 @@ func MonthReport(book *Book, month time.Time, by string, budgets map[sluice.Tier
 			r.Daily[tier][at.Day()-1] = r.Daily[tier][at.Day()-1].Add(c.Amount)
 		}
 	}
+	for _, o := range book.OrphanCosts {
+		at := o.Release.At.UTC()
+		if at.Before(from) || !at.Before(to) {
+			continue
+		}
+		if r.Currency == "" {
+			r.Currency = book.billingOf(o)
+		}
+		c, _, ok := book.orphanBilled(o, r.Currency)
+		if !ok {
+			return nil, &Problem{Seq: o.Seq, RecordID: o.RecordID, Reason: fmt.Sprintf(
+				"orphan accrued_cost %s: no recorded FX rate converts it to %s", o.Release.AccruedCost, r.Currency)}
+		}
+		tier, key := sluice.Tier(OrphanGroup), OrphanGroup
+		if d := o.Decision; d != nil {
+			tier = d.Rec.Profile.Tier
+		}
+		switch by {
+		case ByTier:
+			key = string(tier)
+		case ByTeam:
+			if d := o.Decision; d != nil {
+				key = d.Rec.Profile.Team
+			}
+		case ByProvider:
+			key = o.Release.Provider
+		case ByZone:
+			if d := o.Decision; d != nil && o.TagLine >= 0 && o.TagLine < len(d.Rec.Lines) {
+				key = string(d.Rec.Lines[o.TagLine].Zone)
+			}
+		}
+		g := row(key)
+		g.Orphans++
+		g.orphanSpend = g.orphanSpend.Add(c.Amount)
+		g.Spend = g.Spend.Add(c.Amount)
+		tierSpend[tier] = tierSpend[tier].Add(c.Amount)
+		if r.Daily[tier] == nil {
+			r.Daily[tier] = make([]decimal.Decimal, r.Days)
+		}
+		r.Daily[tier][at.Day()-1] = r.Daily[tier][at.Day()-1].Add(c.Amount)
+	}
+	if r.Currency == "" {
+		for _, t := range slices.Sorted(maps.Keys(budgets)) {
+			r.Currency = budgets[t].Currency
+			break
+		}
+	}
 	total := Row{Key: "TOTAL", Spend: decimal.Zero, GPUHours: decimal.Zero}
 	for _, k := range slices.Sorted(maps.Keys(rows)) {
 		g := rows[k]
 		finish(g)
 		r.Rows = append(r.Rows, *g)
-		total.Decisions += g.Decisions
 		total.Lines += g.Lines
+		total.Orphans += g.Orphans
 		total.Spend = total.Spend.Add(g.Spend)
 		total.GPUHours = total.GPUHours.Add(g.GPUHours)
 		total.waits = append(total.waits, g.waits...)
 	}
+	total.Decisions = decisions
 	finish(&total)
 	r.Total = total
 	tiers := map[sluice.Tier]bool{}
@@ -198,21 +287,35 @@ func decisionWait(d *Decision) (time.Duration, bool) {
 	return first.Sub(d.Rec.Trigger.StateChangeTime), true
 }
 
+// finish computes a row's cost per GPU-hour and waits. Waits outside [0,
+// MaxWait] are counted in WaitsExcluded, not averaged; the mean is summed
+// exactly (decimal nanoseconds: no int64 overflow) and rounded half away
+// from zero to the second.
 func finish(g *Row) {
 	if g.GPUHours.IsPositive() {
 		g.CostPerGPUHour, g.HasCostPerGPUHr = g.Spend.DivRound(g.GPUHours, CostPerGPUHourPlaces), true
 	}
-	g.Waits = len(g.waits)
-	if g.Waits == 0 {
-		return
-	}
-	var sum time.Duration
+	sum := decimal.Zero
+	g.Waits, g.WaitsExcluded, g.WaitMax = 0, 0, 0
 	for _, w := range g.waits {
-		sum += w
+		if w < 0 || w > MaxWait {
+			g.WaitsExcluded++
+			continue
+		}
+		g.Waits++
+		sum = sum.Add(decimal.NewFromInt(int64(w)))
 		g.WaitMax = max(g.WaitMax, w)
 	}
-	g.WaitMean = (sum / time.Duration(g.Waits)).Round(time.Second)
+	if g.Waits == 0 {
+		g.WaitMean = 0
+		return
+	}
+	g.WaitMean = time.Duration(sum.DivRound(decimal.NewFromInt(int64(g.Waits)*int64(time.Second)), 0).IntPart()) * time.Second
 }
+
+// OrphanGroup is the report group of orphan costs whose tag names no
+// decision in the chain.
+const OrphanGroup = "(orphan)"
 
 func (g Row) cells() []string {
 	cpg, mean, maxw := "", "", ""
@@ -246,6 +349,9 @@ func (r *Report) WriteTable(w io.Writer) error {
 	if err := tw.Flush(); err != nil {
 		return err
 	}
+	for _, n := range r.Notes() {
+		fmt.Fprintf(w, "\nNote: %s", n)
+	}
 	fmt.Fprintf(w, "\nBudgets %s (%s)\n\n", r.Month, r.Currency)
 	tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
 	write([]string{"tier", "spend", "budget", "share"})
@@ -277,4 +383,28 @@ func (r *Report) WriteCSV(w io.Writer) error {
 	}
 	cw.Flush()
 	return cw.Error()
+}
+
+// Notes are the report's caveats, one sentence each: orphan costs included
+// in spend, waits excluded, and what an empty month shows. The table prints
+// them under the groups.
+func (r *Report) Notes() []string {
+	var notes []string
+	if t := r.Total; t.Orphans > 0 {
+		spend := decimal.Zero
+		for _, g := range r.Rows {
+			if g.Orphans > 0 {
+				spend = spend.Add(g.orphanSpend)
+			}
+		}
+		notes = append(notes, fmt.Sprintf("spend includes %d orphan release(s) (reason %s: instances reconcile terminated with no committed decision), %s %s; they add no decisions, lines or GPU-hours.\n",
+			t.Orphans, sluice.ReleaseOrphan, spend, r.Currency))
+	}
+	if n := r.Total.WaitsExcluded; n > 0 {
+		notes = append(notes, fmt.Sprintf("%d wait(s) excluded from wait_mean_s and wait_max_s: the alarm's StateChangeTime is after the placement or more than %d days before it.\n", n, int(MaxWait/(24*time.Hour))))
+	}
+	if r.Total.Decisions == 0 && r.Total.Orphans == 0 {
+		notes = append(notes, fmt.Sprintf("no decisions or orphan costs in %s.\n", r.Month))
+	}
+	return notes
 }

@@ -22,8 +22,13 @@ const (
 	Height = 480
 )
 
+// NoSpend is the one series of an empty month's chart: every day 0, so the
+// month still draws (axes, days, a total of 0) like the table and CSV.
+const NoSpend = "(no spend)"
+
 // DailySpendByTier draws r's daily committed spend as stacked bars, one
-// series per budget tier (sorted by name), one bar per day of the month.
+// series per budget tier (sorted by name), one bar per day of the month. A
+// month with no spend draws one all-zero series named NoSpend.
 func DailySpendByTier(r *audit.Report) ([]byte, error) {
 	var tiers []sluice.Tier
 	for t := range r.Daily {
@@ -31,7 +36,7 @@ func DailySpendByTier(r *audit.Report) ([]byte, error) {
 	}
 	slices.Sort(tiers)
 	if len(tiers) == 0 {
-		return nil, fmt.Errorf("chart: no spend in %s", r.Month)
+		tiers = []sluice.Tier{NoSpend}
 	}
 	values := make([][]float64, len(tiers))
 	names := make([]string, len(tiers))

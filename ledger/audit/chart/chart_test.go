@@ -34,7 +34,14 @@ func TestDailySpendByTier(t *testing.T) {
 			t.Errorf("SVG lacks %q", want)
 		}
 	}
-	if _, err := DailySpendByTier(&audit.Report{Month: "2026-10", Days: 31}); err == nil {
-		t.Error("an empty month drew a chart")
+	// An empty month draws, like the table and CSV: one all-zero series.
+	empty, err := DailySpendByTier(&audit.Report{Month: "2026-10", Currency: "USD", Days: 31, Total: audit.Row{Spend: decimal.Zero}})
+	if err != nil {
+		t.Fatalf("empty month: %v", err)
+	}
+	for _, want := range []string{"<svg", "2026-10 (USD)", "total 0 USD", ">(no spend)<", ">31<"} {
+		if !strings.Contains(string(empty), want) {
+			t.Errorf("empty-month SVG lacks %q", want)
+		}
 	}
 }
