@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/shopspring/decimal"
 	"github.com/sluicehq/sluice"
 	"github.com/sluicehq/sluice/ledger"
 )
@@ -161,7 +162,8 @@ func TestReportWaitsAndEmptyMonth(t *testing.T) {
 
 // L3: GPU-hours multiply before rounding: 16 GPUs × 1 billed second =
 // 16/3600 = 0.00444444… → 0.004444 (not 16 × 0.000278 = 0.004448), and the
-// FOCUS quantity 2 units × 1 s = 0.000556 (not 2 × 0.000278).
+// FOCUS quantity 2 units × 1 s = 0.000556 (not 2 × 0.000278). Two such
+// lines in one row: 32/3600 = 0.008889 (not 2 × 0.004444 = 0.008888).
 func TestGPUHoursRoundOnce(t *testing.T) {
 	placed := time.Date(2025, 3, 14, 9, 27, 0, 0, time.UTC)
 	at := placed.Add(time.Second)
@@ -177,6 +179,11 @@ func TestGPUHoursRoundOnce(t *testing.T) {
 	}
 	if got := r.Total.GPUHours.String(); got != "0.004444" {
 		t.Fatalf("gpu_hours %s, want 0.004444", got)
+	}
+	g := Row{gpuSeconds: decimal.NewFromInt(32)}
+	finish(&g)
+	if got := g.GPUHours.String(); got != "0.008889" {
+		t.Fatalf("two lines' gpu_hours %s, want 0.008889", got)
 	}
 	row := focusRows(t, recs)[0]
 	// ListCost = ListUnitPrice × PricingQuantity exactly: 12.345678901234 ×

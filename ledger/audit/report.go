@@ -54,8 +54,11 @@ type Row struct {
 	// in Spend; they add no decisions, lines or GPU-hours.
 	Orphans     int
 	orphanSpend decimal.Decimal
-	Spend       decimal.Decimal
-	GPUHours    decimal.Decimal
+	// GPU-hours before finish: planned lines' exact GPU-hours and settled
+	// lines' GPU-seconds, summed exactly; finish rounds once.
+	plannedGPUHours, gpuSeconds decimal.Decimal
+	Spend                       decimal.Decimal
+	GPUHours                    decimal.Decimal
 	// CostPerGPUHour = Spend / GPUHours (CostPerGPUHourPlaces); ok=false when GPUHours is 0.
 	CostPerGPUHour    decimal.Decimal
 	HasCostPerGPUHr   bool
@@ -181,7 +184,11 @@ func MonthReportIn(book *Book, month time.Time, by string, budgets map[sluice.Ti
 			g := row(keyOf(l))
 			g.Lines++
 			g.Spend = g.Spend.Add(c.Amount)
-			g.GPUHours = g.GPUHours.Add(l.GPUHours())
+			if l.State() == LineSettled {
+				g.gpuSeconds = g.gpuSeconds.Add(decimal.NewFromInt(int64(l.Line.GPUs)).Mul(decimal.NewFromInt(l.Final.BilledSeconds)))
+			} else {
+				g.plannedGPUHours = g.plannedGPUHours.Add(l.GPUHours())
+			}
 			if by == ByProvider || by == ByZone {
 				if !counted[g.Key] {
 					counted[g.Key] = true
@@ -250,7 +257,8 @@ func MonthReportIn(book *Book, month time.Time, by string, budgets map[sluice.Ti
 		total.Lines += g.Lines
 		total.Orphans += g.Orphans
 		total.Spend = total.Spend.Add(g.Spend)
-		total.GPUHours = total.GPUHours.Add(g.GPUHours)
+		total.plannedGPUHours = total.plannedGPUHours.Add(g.plannedGPUHours)
+		total.gpuSeconds = total.gpuSeconds.Add(g.gpuSeconds)
 		total.waits = append(total.waits, g.waits...)
 	}
 	total.Decisions = decisions
@@ -287,11 +295,14 @@ func decisionWait(d *Decision) (time.Duration, bool) {
 	return first.Sub(d.Rec.Trigger.StateChangeTime), true
 }
 
-// finish computes a row's cost per GPU-hour and waits. Waits outside [0,
+// finish computes a row's GPU-hours (planned GPU-hours + settled
+// GPU-seconds ÷ 3600 rounded half away from zero to HoursPlaces: one
+// rounding per row), cost per GPU-hour and waits. Waits outside [0,
 // MaxWait] are counted in WaitsExcluded, not averaged; the mean is summed
 // exactly (decimal nanoseconds: no int64 overflow) and rounded half away
 // from zero to the second.
 func finish(g *Row) {
+	g.GPUHours = g.plannedGPUHours.Add(g.gpuSeconds.DivRound(decimal.NewFromInt(3600), HoursPlaces))
 	if g.GPUHours.IsPositive() {
 		g.CostPerGPUHour, g.HasCostPerGPUHr = g.Spend.DivRound(g.GPUHours, CostPerGPUHourPlaces), true
 	}
