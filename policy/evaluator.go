@@ -291,20 +291,38 @@ func scaledPrice(o sluice.Offer) (int64, bool) {
 
 // scaledText writes q × 10^-places as decimal text without trailing zeros (q ≥ 0).
 func scaledText(q int64, places int) string {
+	var buf [40]byte
+	return string(appendScaled(buf[:0], q, places))
+}
+
+// appendScaled appends scaledText(q, places) to dst.
+func appendScaled(dst []byte, q int64, places int) []byte {
 	var buf [32]byte
 	digits := strconv.AppendInt(buf[:0], q, 10)
-	if len(digits) <= places { // pad to "0.000…"
-		pad := places + 1 - len(digits)
-		digits = append(digits[:0:0], append([]byte(strings.Repeat("0", pad)), digits...)...)
+	for range places + 1 - len(digits) { // pad to "0.000…"
+		dst = append(dst, '0')
 	}
-	intPart, frac := digits[:len(digits)-places], digits[len(digits)-places:]
-	for len(frac) > 0 && frac[len(frac)-1] == '0' {
-		frac = frac[:len(frac)-1]
+	dst = append(dst, digits...)
+	return insertPoint(dst, places)
+}
+
+// insertPoint puts the decimal point places digits from the end of the
+// number that ends dst (which has more than places digits) and drops
+// trailing zeros of the fraction, with the point when nothing is left of it.
+func insertPoint(dst []byte, places int) []byte {
+	end := len(dst)
+	frac := dst[end-places:]
+	keep := len(frac)
+	for keep > 0 && frac[keep-1] == '0' {
+		keep--
 	}
-	if len(frac) == 0 {
-		return string(intPart)
+	if keep == 0 {
+		return dst[:end-places]
 	}
-	return string(intPart) + "." + string(frac)
+	dst = append(dst[:end-places+keep], 0) // room for the point
+	copy(dst[end-places+1:], dst[end-places:end-places+keep])
+	dst[end-places] = '.'
+	return dst
 }
 
 // noGPUs is the Go-side refusal of an offer without GPUs (the collector's
@@ -322,12 +340,12 @@ type priceKey struct {
 	text   string
 }
 
-// amountTerm is the amount as the number the policy compares.
-func (k priceKey) amountTerm() *ast.Term {
+// appendAmount appends the amount's decimal text, the number the policy compares.
+func (k priceKey) appendAmount(dst []byte) []byte {
 	if k.scaled >= 0 {
-		return ast.NumberTerm(json.Number(scaledText(k.scaled, PriceScale)))
+		return appendScaled(dst, k.scaled, PriceScale)
 	}
-	return ast.NumberTerm(json.Number(k.text))
+	return append(dst, k.text...)
 }
 
 // priceOf is the offer's price per GPU-hour as a priceKey (same value as
@@ -674,14 +692,33 @@ func batchInput(p sluice.QueueProfile, locs []location, mkts []sluice.Market, cu
 	for _, ps := range prices {
 		n += len(ps)
 	}
-	all := make([]*ast.Term, 0, n)
-	byCurrency := make([][2]*ast.Term, len(currencies))
-	for c, ps := range prices {
-		start := len(all)
+	// All amounts' text in one string and all their terms in one slice
+	// (terms are never modified by evaluation).
+	text := make([]byte, 0, 16*n)
+	ends := make([]int, 0, n)
+	for _, ps := range prices {
 		for _, k := range ps {
-			all = append(all, k.amountTerm())
+			text = k.appendAmount(text)
+			ends = append(ends, len(text))
 		}
-		byCurrency[c] = ast.Item(ast.StringTerm(currencies[c]), ast.ArrayTerm(all[start:len(all):len(all)]...))
+	}
+	amounts := string(text)
+	terms := make([]ast.Term, n)
+	all := make([]*ast.Term, n)
+	for i, end := range ends {
+		start := 0
+		if i > 0 {
+			start = ends[i-1]
+		}
+		terms[i].Value = ast.Number(amounts[start:end])
+		all[i] = &terms[i]
+	}
+	byCurrency := make([][2]*ast.Term, len(currencies))
+	start := 0
+	for c, ps := range prices {
+		end := start + len(ps)
+		byCurrency[c] = ast.Item(ast.StringTerm(currencies[c]), ast.ArrayTerm(all[start:end:end]...))
+		start = end
 	}
 	return ast.NewObject(
 		ast.Item(keyProfile, profileTerm(p)),
