@@ -21,10 +21,16 @@ var decisionAt = time.Date(2026, 11, 29, 10, 5, 30, 0, time.UTC)
 
 func openTest(t *testing.T) *App {
 	t.Helper()
+	return openTestAt(t, decisionAt)
+}
+
+// openTestAt is openTest with the decision clock at now.
+func openTestAt(t *testing.T, now time.Time) *App {
+	t.Helper()
 	a, err := Open(context.Background(), Options{
 		ConfigPath: "../testdata/sluice.yaml", ReplayDir: "../testdata/replay",
 		LedgerPath: filepath.Join(t.TempDir(), "ledger.db"),
-		Clock:      sluice.ClockFunc(func() time.Time { return decisionAt }), CodeVersion: "test",
+		Clock:      sluice.ClockFunc(func() time.Time { return now }), CodeVersion: "test",
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -210,7 +216,7 @@ func TestGoldenNotCheckpointable(t *testing.T) {
 
 // A second alarm for the same queue sees the first decision's live slots.
 func TestDemandSubtractsLivePlacements(t *testing.T) {
-	a := openTest(t)
+	a := openTestAt(t, time.Date(2026, 11, 29, 10, 22, 30, 0, time.UTC)) // after both alarms
 	first := decide(t, a, "alarm-sns-burst.json") // 8 slots placed
 	if first.SlotsCovered != 8 {
 		t.Fatalf("first covered %d", first.SlotsCovered)

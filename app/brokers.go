@@ -117,6 +117,15 @@ type billingRules interface {
 	Billing(provider string) (granularity, minimum time.Duration, err error)
 }
 
+// providerRules are brokers/billing's rules by provider name.
+type providerRules struct{}
+
+// Billing returns provider's granularity and minimum (billing.For).
+func (providerRules) Billing(provider string) (granularity, minimum time.Duration, err error) {
+	r, err := billing.For(provider)
+	return r.Granularity, r.Minimum, err
+}
+
 // wireBroker chooses and builds the placement broker (a.Placer; a.Broker too
 // when it is the sandbox), the cost rule of releases, and the crash hook.
 func (a *App) wireBroker(ctx context.Context, o Options) error {
@@ -134,7 +143,9 @@ func (a *App) wireBroker(ctx context.Context, o Options) error {
 	case "", PlaceSandbox:
 		a.Broker = &sandbox.Broker{Now: o.Clock.Now, StatePath: pl.SandboxState}
 		a.Placer = a.Broker
-		a.cost = sluice.PerSecond // the sandbox bills per second
+		// The sandbox stands in for the real providers, so its releases are
+		// priced by their billing rules too (e.g. AWS's 60 s minimum).
+		a.cost = costWith(providerRules{})
 		return nil
 	}
 	// The router places with every enabled provider; from a replay run only

@@ -124,7 +124,11 @@ func (h *Handler) Handle(ctx context.Context, raw json.RawMessage) (Result, erro
 				continue
 			}
 			if Permanent(err) {
-				h.refuse(ctx, &res, "unknown-queue", err, "message_id", it.ID, "queue", t.Queue)
+				kind := "unknown-queue"
+				if errors.Is(err, sluice.ErrBadTrigger) {
+					kind = "bad-trigger"
+				}
+				h.refuse(ctx, &res, kind, err, "message_id", it.ID, "queue", t.Queue)
 				continue
 			}
 			slog.ErrorContext(ctx, "transient failure: retried", "function", h.Function, "message_id", it.ID,

@@ -11,6 +11,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/sluicehq/sluice"
 	"github.com/sluicehq/sluice/metrics"
@@ -119,7 +120,9 @@ func TestHandlerEveryDelivery(t *testing.T) {
 }
 
 func TestHandlerBatchRetriesOnlyTransientFailures(t *testing.T) {
-	a := openTest(t)
+	// After the mixed batch's OK alarm (11:40): an alarm more than
+	// sluice.MaxAlarmSkew ahead of the decision clock is refused.
+	a := openTestAt(t, time.Date(2026, 11, 29, 11, 40, 30, 0, time.UTC))
 	h := &Handler{App: a, Function: FunctionBurst}
 	h.Decide = func(ctx context.Context, tr sluice.Trigger) (sluice.DecisionRecord, bool, error) {
 		if tr.Queue == "finetune-nockpt" {
