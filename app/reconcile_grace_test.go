@@ -55,3 +55,25 @@ func TestReconcileGivesFreshPlacementsGrace(t *testing.T) {
 		t.Fatalf("after the grace period: %+v", rep.Lost)
 	}
 }
+
+// The sandbox stands in for AWS, so a drain one second after placing bills
+// AWS's 60-second minimum (brokers/billing), not one second.
+func TestSandboxDrainBillsProviderMinimum(t *testing.T) {
+	dir := t.TempDir()
+	c := &movingClock{t: decisionAt}
+	a := openSandboxed(t, dir, c)
+	if _, _, err := a.Burst.Decide(context.Background(), triggerOf(t, "alarm-sns-burst.json")); err != nil {
+		t.Fatal(err)
+	}
+	c.Add(time.Second)
+	rep, err := a.Drain(context.Background(), triggerOf(t, "alarm-sns-ok.json"))
+	if err != nil || len(rep.Released) != 2 {
+		t.Fatalf("drain: %v, %d released", err, len(rep.Released))
+	}
+	// 60 s × 2 × 6.8849 USD/h = 0.2294966667; 60 s × 2 × 5.8394 = 0.1946466667.
+	for i, want := range []string{"0.2294966667 USD", "0.1946466667 USD"} {
+		if r := rep.Released[i]; r.BilledSeconds != 60 || r.AccruedCost.String() != want {
+			t.Errorf("release %d: %d s %s, want 60 s %s", i, r.BilledSeconds, r.AccruedCost, want)
+		}
+	}
+}
