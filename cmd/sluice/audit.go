@@ -141,7 +141,7 @@ func auditVerify(ctx context.Context, args []string, stdout, stderr io.Writer) i
 		headHash = recs[len(recs)-1].Hash
 	}
 	fmt.Fprintf(stdout, "%s: %d records, chain intact, head %s\n", name, n, headHash)
-	fmt.Fprintf(stdout, "recomputed %d decisions, %d lines: every line, total, FX conversion and budget figure matches\n", decisions, lines)
+	fmt.Fprintf(stdout, "recomputed %d decisions, %d lines: every line, total, FX conversion, budget figure, placement price and settled cost matches\n", decisions, lines)
 	return 0
 }
 

@@ -41,7 +41,10 @@ var isoCurrency = regexp.MustCompile(`^[A-Z]{3}$`)
 //     ledger.TrueUps).
 //
 // A decision with a budget was decided inside its budget period
-// ([period_start, period_end)).
+// ([period_start, period_end)). One published rate has one value: an FX
+// rate with the same pair, as-of time and source as one an earlier decision
+// recorded must equal it (all of one decision's rates rewritten together
+// still fail when another decision recorded the same fixing).
 //
 // Per placement: its line exists, with the same provider, market, units and
 // slots; a placement that holds capacity names its instances and its price
@@ -64,6 +67,16 @@ func Recompute(recs []ledger.Stored) (decisions, lines int, err error) {
 	var spends []*spend
 	byID := map[string]*spend{}
 	var tu ledger.TrueUps
+	// rates: the first rate recorded per (pair, as-of, source), and where.
+	type fxKey struct {
+		base, quote, source string
+		asOf               int64
+	}
+	type fxSeen struct {
+		rate decimal.Decimal
+		seq  int64
+	}
+	rates := map[fxKey]fxSeen{}
 	for _, r := range recs {
 		fail := func(format string, args ...any) error {
 			return &Problem{Seq: r.Seq, RecordID: r.RecordID, Reason: fmt.Sprintf(format, args...)}
@@ -96,6 +109,15 @@ func Recompute(recs []ledger.Stored) (decisions, lines int, err error) {
 			n, err := checkDecision(rec)
 			if err != nil {
 				return decisions, lines, fail("%v", err)
+			}
+			for i, fx := range rec.FX {
+				k := fxKey{fx.Base, fx.Quote, fx.Source, fx.AsOf.UnixNano()}
+				if seen, ok := rates[k]; !ok {
+					rates[k] = fxSeen{fx.Rate, r.Seq}
+				} else if !seen.rate.Equal(fx.Rate) {
+					return decisions, lines, fail("fx[%d] %s/%s as of %s from %q: rate %s, record seq %d recorded %s for the same as-of and source",
+						i, fx.Base, fx.Quote, fx.AsOf.UTC().Format(time.RFC3339), fx.Source, fx.Rate, seen.seq, seen.rate)
+				}
 			}
 			decisions, lines = decisions+1, lines+n
 			sp := &spend{tier: rec.Profile.Tier, at: rec.DecidedAt, committed: rec.TotalExpectedCost.Amount}

@@ -122,3 +122,30 @@ func TestRecomputeBilledSecondsMinimum(t *testing.T) {
 		t.Fatalf("unknown provider ceiling: %d, want 10 (per second)", got)
 	}
 }
+
+// The same fixing (pair, as-of, source) has one rate across decisions: a
+// second decision whose rates and conversions were all rewritten together
+// (7.1072 → 14.2144) is refused, naming the first decision's record.
+func TestRecomputeFXSameFixing(t *testing.T) {
+	second := func(rate, billing string) map[string]any {
+		m := consistent(t)
+		m["decision_id"] = "dec-second"
+		m["decided_at"] = "2025-03-15T00:00:00Z"
+		m["budget"].(map[string]any)["spent"] = map[string]any{"amount": "438.7160454342656384", "currency": "CNY"}
+		m["budget"].(map[string]any)["headroom"] = map[string]any{"amount": "119561.4089545657343616", "currency": "CNY"}
+		m["fx"].([]any)[0].(map[string]any)["rate"] = rate
+		line := m["lines"].([]any)[0].(map[string]any)
+		line["fx_rate"].(map[string]any)["rate"] = rate
+		line["expected_cost_billing"] = map[string]any{"amount": billing, "currency": "CNY"}
+		m["total_expected_cost"] = map[string]any{"amount": billing, "currency": "CNY"}
+		return m
+	}
+	if _, _, err := Recompute([]ledger.Stored{stored(t, 1, consistent(t)), stored(t, 2, second("7.1072", "438.7160454342656384"))}); err != nil {
+		t.Fatalf("same rate twice refused: %v", err)
+	}
+	// By hand: 61.728394506172 × 14.2144 = 877.4320908685312768.
+	_, _, err := Recompute([]ledger.Stored{stored(t, 1, consistent(t)), stored(t, 2, second("14.2144", "877.4320908685312768"))})
+	if err == nil || !strings.Contains(err.Error(), `record seq 2 (dec-second): fx[0] USD/CNY as of 2025-03-14T01:15:00Z from "CFETS central parity": rate 14.2144, record seq 1 recorded 7.1072`) {
+		t.Fatalf("got %v", err)
+	}
+}
