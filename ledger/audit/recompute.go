@@ -70,7 +70,7 @@ func Recompute(recs []ledger.Stored) (decisions, lines int, err error) {
 	// rates: the first rate recorded per (pair, as-of, source), and where.
 	type fxKey struct {
 		base, quote, source string
-		asOf               int64
+		asOf                int64
 	}
 	type fxSeen struct {
 		rate decimal.Decimal
