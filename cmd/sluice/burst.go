@@ -25,7 +25,7 @@ var clock sluice.Clock = sluice.ClockFunc(time.Now)
 func burst(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("burst", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	eventPath := fs.String("event", "", "alarm event JSON (SNS-delivered CloudWatch alarm)")
+	eventPath := fs.String("event", "", "alarm event JSON: SNS, EventBridge, the alarm's Lambda action, or an SQS batch of those")
 	configPath := fs.String("config", "sluice.yaml", "configuration file")
 	replayDir := fs.String("replay", "", "serve recorded provider responses from DIR on loopback instead of calling the providers")
 	ledgerPath := fs.String("ledger", "sluice.db", "SQLite ledger file")

@@ -26,13 +26,16 @@ func main() {
 const usage = `usage: sluice <command> [flags]
 
 commands:
-  burst   turn a queue-depth alarm into a priced, policy-checked placement decision
-  quotes  fetch every enabled source's offers once and list them (no ledger, nothing placed)
+  burst      turn a queue-depth alarm into a priced, policy-checked placement decision
+  quotes     fetch every enabled source's offers once and list them (no ledger, nothing placed)
   drain      release a queue's placements when its alarm returns to OK
   reconcile  match each provider's Sluice-tagged instances against the ledger
   policy     explain a decision's verdicts, or check a policy directory
   audit      verify the ledger, export FOCUS CSV, report spend
   simulate   what-if: owned pool size and burst strategies over a job trace
+             (simulate breakeven: the utilisation above which owning beats renting)
+
+Run "sluice <command> -h" for a command's flags.
 `
 
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
