@@ -194,16 +194,27 @@ func (b *Burst) plan(ctx context.Context, rec *DecisionRecord, profile QueueProf
 }
 
 // Outcome is the status of a decision given its placements and follow-ups:
-// a planned decision whose placed slots (its own successful placements and
-// its follow-ups') reach the slots its plan covers, with no shortfall, is
-// "placed", else "partial" (a line failed and was not replaced, is not placed
-// yet, or the plan covers fewer slots than wanted).
+// a planned decision with a line (its own or a follow-up's) that has no
+// placement record yet is "placing" (another process is placing it, or one
+// died: a retry of the alarm or reconcile settles it); else one whose placed
+// slots (its own successful placements and its follow-ups') reach the slots
+// its plan covers, with no shortfall, is "placed", else "partial" (a line
+// failed and was not replaced, or the plan covers fewer slots than wanted).
 func Outcome(rec DecisionRecord) string {
 	if rec.Status != StatusPlanned {
 		return rec.Status
 	}
 	placed := 0
 	for _, r := range append([]DecisionRecord{rec}, rec.FollowUps...) {
+		recorded := map[int]bool{}
+		for _, p := range r.Placements {
+			recorded[p.Line] = true
+		}
+		for i := range r.Lines {
+			if !recorded[i] {
+				return StatusPlacing
+			}
+		}
 		for _, p := range r.Placements {
 			if p.Error == "" && p.ErrorClass == "" { // a class on a held placement: released at once (price mismatch)
 				placed += p.Slots

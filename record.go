@@ -12,6 +12,7 @@ import (
 const (
 	StatusPlaced      = "placed"        // outcome: every chosen line was placed
 	StatusPartial     = "partial"       // outcome: some lines failed to place, or the plan is short
+	StatusPlacing     = "placing"       // outcome: a line has no placement record yet (being placed, or its process died)
 	StatusPlanned     = "planned"       // intent recorded before placement
 	StatusNothingToDo = "nothing-to-do" // no slots wanted, or alarm not in ALARM
 	StatusNoOffer     = "no-offer"      // slots wanted, nothing allowed could be bought

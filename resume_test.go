@@ -366,8 +366,8 @@ func TestUnresolvedLineIsNotRecordedAndRetryResumes(t *testing.T) {
 		t.Fatal(err)
 	}
 	rec, _, err := p.burst.Decide(context.Background(), trigger("train-overseas"))
-	if !errors.Is(err, sluice.ErrUnresolved) || len(rec.Placements) != 0 || rec.Outcome != sluice.StatusPartial {
-		t.Fatalf("err %v, placements %d, outcome %s; want ErrUnresolved, none, partial", err, len(rec.Placements), rec.Outcome)
+	if !errors.Is(err, sluice.ErrUnresolved) || len(rec.Placements) != 0 || rec.Outcome != sluice.StatusPlacing {
+		t.Fatalf("err %v, placements %d, outcome %s; want ErrUnresolved, none, placing", err, len(rec.Placements), rec.Outcome)
 	}
 	if live, _ := p.ledger.LiveSlots(t.Context(), "train-overseas"); live != 2 {
 		t.Fatalf("live %d: an unresolved line must keep its slots", live)

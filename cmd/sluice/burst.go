@@ -182,7 +182,7 @@ func printLines(w io.Writer, rec sluice.DecisionRecord) {
 				}
 			}
 			if len(placed) == 0 {
-				placed = []string{"not placed"}
+				placed = []string{"not recorded yet (being placed, or its process died: a retry or reconcile settles it)"}
 			}
 			fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%s\t%d\t%d\t%s\t%s\t%s\t%s\t%s\t%s\n", i, l.Provider, l.OfferID, l.Region, l.Zone,
 				l.Market, l.Units, l.GPUs, l.UnitPrice, bid, l.Hours, l.ExpectedCost, l.ExpectedCostBilling.Amount, strings.Join(placed, "; "))
