@@ -217,7 +217,7 @@ func TestGoldenNotCheckpointable(t *testing.T) {
 // A second alarm for the same queue sees the first decision's live slots.
 func TestDemandSubtractsLivePlacements(t *testing.T) {
 	a := openTestAt(t, time.Date(2026, 11, 29, 10, 22, 30, 0, time.UTC)) // after both alarms
-	first := decide(t, a, "alarm-sns-burst.json") // 8 slots placed
+	first := decide(t, a, "alarm-sns-burst.json")                        // 8 slots placed
 	if first.SlotsCovered != 8 {
 		t.Fatalf("first covered %d", first.SlotsCovered)
 	}
