@@ -2,12 +2,9 @@ package main
 
 import (
 	"context"
-	"encoding/json"
-	"errors"
 	"flag"
 	"fmt"
 	"io"
-	"os"
 	"slices"
 	"strings"
 	"text/tabwriter"
@@ -15,90 +12,56 @@ import (
 
 	"github.com/sluicehq/sluice"
 	"github.com/sluicehq/sluice/app"
-	"github.com/sluicehq/sluice/config"
-	"github.com/sluicehq/sluice/events"
 )
 
 // clock is the decision clock; tests pin it.
 var clock sluice.Clock = sluice.ClockFunc(time.Now)
 
 func burst(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	c := command{"burst", stderr}
 	fs := flag.NewFlagSet("burst", flag.ContinueOnError)
-	fs.SetOutput(stderr)
 	eventPath := fs.String("event", "", "alarm event JSON: SNS, EventBridge, the alarm's Lambda action, or an SQS batch of those")
-	configPath := fs.String("config", "sluice.yaml", "configuration file")
-	replayDir := fs.String("replay", "", "serve recorded provider responses from DIR on loopback instead of calling the providers")
-	ledgerPath := fs.String("ledger", "sluice.db", "SQLite ledger file")
+	configPath := configFlag(fs)
+	replayDir := fs.String("replay", "", replayUsage)
+	ledgerPath := ledgerFlag(fs)
 	asJSON := fs.Bool("json", false, "print the decision record as JSON")
 	policyDir := fs.String("policy", "", "policy directory to decide with instead of the embedded policy (it must pass its own Rego tests)")
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return 0
-		}
-		return 2
+	if code, ok := parse(fs, args, stderr); !ok {
+		return code
 	}
 	if *eventPath == "" {
-		fmt.Fprintln(stderr, "sluice burst: --event is required")
-		return 2
+		return c.fail(exitBad, "--event is required")
 	}
-	if fs.NArg() > 0 {
-		fmt.Fprintf(stderr, "sluice burst: unexpected arguments %q\n", fs.Args())
-		return 2
+	if code, ok := c.noArgs(fs); !ok {
+		return code
 	}
 	// Everything the caller can get wrong is checked before the ledger is opened,
 	// so a bad event or config leaves the ledger as it was.
-	raw, err := os.ReadFile(*eventPath)
-	if err != nil {
-		fmt.Fprintf(stderr, "sluice burst: %v\n", err)
-		return 2
+	al, code := c.loadEvent(*eventPath, *configPath)
+	if al == nil {
+		return code
 	}
-	triggers, err := events.Parse(raw)
-	if err != nil {
-		fmt.Fprintf(stderr, "sluice burst: %s: %v\n", *eventPath, err)
-		return 2
-	}
-	cfg, err := config.Load(*configPath)
-	if err != nil {
-		fmt.Fprintf(stderr, "sluice burst: %v\n", err)
-		return 2
-	}
-	for _, t := range triggers {
-		if _, err := cfg.Profile(t.Queue); err != nil {
-			fmt.Fprintf(stderr, "sluice burst: %s: %v\n", *eventPath, err)
-			return 2
-		}
-	}
-	a, err := app.Open(ctx, app.Options{Config: cfg, ReplayDir: *replayDir, LedgerPath: *ledgerPath, Clock: clock,
-		FXURL: os.Getenv("SLUICE_FX_URL"), Policy: app.PolicySource{Dir: *policyDir}})
-	if err != nil {
-		fmt.Fprintf(stderr, "sluice burst: %v\n", err)
-		if app.IsBadInput(err) {
-			return 2
-		}
-		return 1
+	o := options(al.cfg, *replayDir, *ledgerPath)
+	o.Policy = app.PolicySource{Dir: *policyDir}
+	a, code := c.openApp(ctx, o)
+	if a == nil {
+		return code
 	}
 	defer a.Close()
-	for _, t := range triggers {
+	for _, t := range al.triggers {
 		rec, replayed, err := a.Burst.Decide(ctx, t)
 		if err != nil {
-			fmt.Fprintf(stderr, "sluice burst: queue %s: %v\n", t.Queue, err)
-			if app.IsBadInput(err) {
-				return 2
-			}
-			return 1
+			return c.fail(exitCode(err), "queue %s: %v", t.Queue, err)
 		}
 		if *asJSON {
-			enc := json.NewEncoder(stdout)
-			enc.SetIndent("", "  ")
-			if err := enc.Encode(rec); err != nil {
-				fmt.Fprintf(stderr, "sluice burst: %v\n", err)
-				return 1
+			if err := writeJSON(stdout, rec); err != nil {
+				return c.fail(exitErr, "%v", err)
 			}
 			continue
 		}
 		printDecision(stdout, rec, replayed, *ledgerPath)
 	}
-	return 0
+	return exitOK
 }
 
 // printDecision writes the human summary: offers per provider, rejections by

@@ -2,20 +2,15 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
 	"io"
-	"os"
 	"strings"
 	"text/tabwriter"
 	"time"
 
 	"github.com/sluicehq/sluice"
-	"github.com/sluicehq/sluice/app"
-	"github.com/sluicehq/sluice/config"
-	"github.com/sluicehq/sluice/events"
 )
 
 // drain is "sluice drain --event FILE": on the alarm's OK state (or depth 0)
@@ -27,63 +22,41 @@ import (
 // drain, or the drain waits), 1 when some stay pending (retried by the next
 // drain or reconcile) or on a ledger error, 2 for a bad event or config.
 func drain(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	c := command{"drain", stderr}
 	fs := flag.NewFlagSet("drain", flag.ContinueOnError)
-	fs.SetOutput(stderr)
 	eventPath := fs.String("event", "", "alarm event JSON (OK state, or depth 0)")
-	configPath := fs.String("config", "sluice.yaml", "configuration file")
-	replayDir := fs.String("replay", "", "serve recorded provider responses from DIR on loopback (quotes); placement as the environment says (SLUICE_PLACEMENT)")
-	ledgerPath := fs.String("ledger", "sluice.db", "SQLite ledger file")
+	configPath := configFlag(fs)
+	replayDir := fs.String("replay", "", replayPlacementUsage)
+	ledgerPath := ledgerFlag(fs)
 	asJSON := fs.Bool("json", false, "print the drain reports as JSON")
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return 0
-		}
-		return 2
+	if code, ok := parse(fs, args, stderr); !ok {
+		return code
 	}
 	if *eventPath == "" {
-		fmt.Fprintln(stderr, "sluice drain: --event is required")
-		return 2
+		return c.fail(exitBad, "--event is required")
 	}
-	if fs.NArg() > 0 {
-		fmt.Fprintf(stderr, "sluice drain: unexpected arguments %q\n", fs.Args())
-		return 2
+	if code, ok := c.noArgs(fs); !ok {
+		return code
 	}
-	raw, err := os.ReadFile(*eventPath)
-	if err != nil {
-		fmt.Fprintf(stderr, "sluice drain: %v\n", err)
-		return 2
+	al, code := c.loadEvent(*eventPath, *configPath)
+	if al == nil {
+		return code
 	}
-	triggers, err := events.Parse(raw)
-	if err != nil {
-		fmt.Fprintf(stderr, "sluice drain: %s: %v\n", *eventPath, err)
-		return 2
-	}
-	cfg, err := config.Load(*configPath)
-	if err != nil {
-		fmt.Fprintf(stderr, "sluice drain: %v\n", err)
-		return 2
-	}
-	for _, t := range triggers {
-		if _, err := cfg.Profile(t.Queue); err != nil {
-			fmt.Fprintf(stderr, "sluice drain: %s: %v\n", *eventPath, err)
-			return 2
-		}
-	}
-	a, code := openApp(ctx, "drain", cfg, *replayDir, *ledgerPath, app.Options{}, stderr)
+	a, code := c.openApp(ctx, releaseOptions(al.cfg, *replayDir, *ledgerPath))
 	if a == nil {
 		return code
 	}
 	defer a.Close()
-	exit := 0
+	exit := exitOK
 	var reports []sluice.DrainReport
-	for _, t := range triggers {
+	for _, t := range al.triggers {
 		rep, err := a.Drain(ctx, t)
 		reports = append(reports, rep)
 		if err != nil {
-			fmt.Fprintf(stderr, "sluice drain: queue %s: %v\n", t.Queue, err)
-			exit = 1
+			c.fail(exitErr, "queue %s: %v", t.Queue, err)
+			exit = exitErr
 			if !errors.Is(err, sluice.ErrReleasePending) {
-				return 1
+				return exitErr
 			}
 		}
 		if !*asJSON {
@@ -91,32 +64,11 @@ func drain(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		}
 	}
 	if *asJSON {
-		enc := json.NewEncoder(stdout)
-		enc.SetIndent("", "  ")
-		if err := enc.Encode(reports); err != nil {
-			fmt.Fprintf(stderr, "sluice drain: %v\n", err)
-			return 1
+		if err := writeJSON(stdout, reports); err != nil {
+			return c.fail(exitErr, "%v", err)
 		}
 	}
 	return exit
-}
-
-// openApp opens the application for a subcommand; on failure it prints the
-// error and returns nil and the exit code.
-func openApp(ctx context.Context, cmd string, cfg *config.Config, replayDir, ledgerPath string, o app.Options, stderr io.Writer) (*app.App, int) {
-	o.Config, o.ReplayDir, o.LedgerPath, o.Clock, o.FXURL = cfg, replayDir, ledgerPath, clock, os.Getenv("SLUICE_FX_URL")
-	if replayDir == "" {
-		o.FXURL = "off" // releases use no FX
-	}
-	a, err := app.Open(ctx, o)
-	if err != nil {
-		fmt.Fprintf(stderr, "sluice %s: %v\n", cmd, err)
-		if app.IsBadInput(err) {
-			return nil, 2
-		}
-		return nil, 1
-	}
-	return a, 0
 }
 
 func printDrain(w io.Writer, t sluice.Trigger, rep sluice.DrainReport) {

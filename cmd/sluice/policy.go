@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -15,8 +14,6 @@ import (
 
 	"github.com/sluicehq/sluice"
 	"github.com/sluicehq/sluice/app"
-	"github.com/sluicehq/sluice/config"
-	"github.com/sluicehq/sluice/events"
 	"github.com/sluicehq/sluice/ledger"
 	"github.com/sluicehq/sluice/policy"
 )
@@ -54,8 +51,8 @@ func policyCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int
 }
 
 func policyExplain(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	c := command{"policy explain", stderr}
 	fs := flag.NewFlagSet("policy explain", flag.ContinueOnError)
-	fs.SetOutput(stderr)
 	eventPath := fs.String("event", "", "alarm event JSON: explain the offers its queue would see now")
 	configPath := fs.String("config", "sluice.yaml", "configuration file (with --event)")
 	replayDir := fs.String("replay", "", "serve recorded provider responses from DIR on loopback (with --event)")
@@ -64,88 +61,65 @@ func policyExplain(ctx context.Context, args []string, stdout, stderr io.Writer)
 	offerID := fs.String("offer", "", "show the rules that fired for this offer, and their inputs")
 	policyDir := fs.String("policy", "", "policy directory to use instead of the embedded policy")
 	asJSON := fs.Bool("json", false, "print the explanation as JSON")
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return 0
-		}
-		return 2
-	}
-	fail := func(code int, format string, a ...any) int {
-		fmt.Fprintf(stderr, "sluice policy explain: "+format+"\n", a...)
+	if code, ok := parse(fs, args, stderr); !ok {
 		return code
 	}
-	if fs.NArg() > 0 {
-		return fail(2, "unexpected arguments %q", fs.Args())
+	if code, ok := c.noArgs(fs); !ok {
+		return code
 	}
 	if (*eventPath == "") == (*decisionID == "") {
-		return fail(2, "give --event FILE or --decision ID (one of them)")
+		return c.fail(exitBad, "give --event FILE or --decision ID (one of them)")
 	}
 	if *decisionID != "" && *ledgerPath == "" {
-		return fail(2, "--decision needs --ledger PATH")
+		return c.fail(exitBad, "--decision needs --ledger PATH")
 	}
 	ev, err := app.OpenPolicy(ctx, app.PolicySource{Dir: *policyDir}, nil)
 	if err != nil {
-		return fail(1, "%v", err)
+		return c.fail(exitErr, "%v", err)
 	}
 
 	var xs []policy.Explanation
 	var queues []string
 	if *eventPath != "" {
-		raw, err := os.ReadFile(*eventPath)
-		if err != nil {
-			return fail(2, "%v", err)
+		al, code := c.loadEvent(*eventPath, *configPath)
+		if al == nil {
+			return code
 		}
-		triggers, err := events.Parse(raw)
+		offers, _, err := app.Quotes(ctx, options(al.cfg, *replayDir, ""))
 		if err != nil {
-			return fail(2, "%s: %v", *eventPath, err)
-		}
-		cfg, err := config.Load(*configPath)
-		if err != nil {
-			return fail(2, "%v", err)
-		}
-		var profiles []sluice.QueueProfile
-		for _, t := range triggers {
-			p, err := cfg.Profile(t.Queue)
-			if err != nil {
-				return fail(2, "%s: %v", *eventPath, err)
-			}
-			profiles = append(profiles, p)
-		}
-		offers, _, err := app.Quotes(ctx, app.Options{Config: cfg, ReplayDir: *replayDir, Clock: clock, FXURL: os.Getenv("SLUICE_FX_URL")})
-		if err != nil {
-			return fail(1, "%v", err)
+			return c.fail(exitErr, "%v", err)
 		}
 		now := clock.Now().UTC()
-		for _, p := range profiles {
+		for _, p := range al.profiles {
 			x, err := ev.Explain(ctx, p, offers, now)
 			if err != nil {
-				return fail(1, "queue %s: %v", p.Queue, err)
+				return c.fail(exitErr, "queue %s: %v", p.Queue, err)
 			}
 			xs, queues = append(xs, x), append(queues, p.Queue)
 		}
 	} else {
 		l, err := ledger.OpenSQLite(ctx, *ledgerPath)
 		if err != nil {
-			return fail(1, "opening ledger %s: %v", *ledgerPath, err)
+			return c.fail(exitErr, "opening ledger %s: %v", *ledgerPath, err)
 		}
 		defer l.Close()
 		rec, ok, err := l.Decision(ctx, *decisionID)
 		if err != nil {
-			return fail(1, "reading decision %s: %v", *decisionID, err)
+			return c.fail(exitErr, "reading decision %s: %v", *decisionID, err)
 		}
 		if !ok {
-			return fail(1, "decision %s is not in ledger %s", *decisionID, *ledgerPath)
+			return c.fail(exitErr, "decision %s is not in ledger %s", *decisionID, *ledgerPath)
 		}
 		recorded := policy.ContentRevisionOf(rec.PolicyRevision)
 		if recorded != ev.ContentRevision() {
-			return fail(1, "decision %s was decided under policy revision %s; the policy in use is %s.\n"+
+			return c.fail(exitErr, "decision %s was decided under policy revision %s; the policy in use is %s.\n"+
 				"Re-evaluate it under its own revision: check out the policy files whose revision is %s\n"+
 				"(policy/README.md, \"Revision\") and run\n  sluice policy explain --decision %s --ledger %s --policy DIR",
 				rec.DecisionID, rec.PolicyRevision, ev.Revision(), recorded, rec.DecisionID, *ledgerPath)
 		}
 		x, err := ev.Explain(ctx, rec.Profile, rec.Offers, rec.DecidedAt)
 		if err != nil {
-			return fail(1, "decision %s: %v", rec.DecisionID, err)
+			return c.fail(exitErr, "decision %s: %v", rec.DecisionID, err)
 		}
 		// The re-evaluation must give what was recorded.
 		var differ []string
@@ -178,7 +152,7 @@ func policyExplain(ctx context.Context, args []string, stdout, stderr io.Writer)
 					found = true
 					if *asJSON {
 						if err := writeJSON(stdout, o); err != nil {
-							return fail(1, "%v", err)
+							return c.fail(exitErr, "%v", err)
 						}
 						continue
 					}
@@ -186,25 +160,19 @@ func policyExplain(ctx context.Context, args []string, stdout, stderr io.Writer)
 				}
 			}
 			if !found {
-				return fail(1, "queue %s: no offer %q", queues[i], *offerID)
+				return c.fail(exitErr, "queue %s: no offer %q", queues[i], *offerID)
 			}
 			continue
 		}
 		if *asJSON {
 			if err := writeJSON(stdout, x); err != nil {
-				return fail(1, "%v", err)
+				return c.fail(exitErr, "%v", err)
 			}
 			continue
 		}
 		printExplanation(stdout, x, queues[i])
 	}
 	return 0
-}
-
-func writeJSON(w io.Writer, v any) error {
-	enc := json.NewEncoder(w)
-	enc.SetIndent("", "  ")
-	return enc.Encode(v)
 }
 
 // printExplanation writes one line per offer: allowed or refused, and the
@@ -335,31 +303,25 @@ func printOfferExplanation(w io.Writer, ev *policy.Evaluator, x policy.Explanati
 }
 
 func policyCheck(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	c := command{"policy check", stderr}
 	fs := flag.NewFlagSet("policy check", flag.ContinueOnError)
-	fs.SetOutput(stderr)
 	verbose := fs.Bool("v", false, "list the runtime lines no test reaches")
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return 0
-		}
-		return 2
+	if code, ok := parse(fs, args, stderr); !ok {
+		return code
 	}
 	if fs.NArg() > 1 {
-		fmt.Fprintf(stderr, "sluice policy check: one directory at most, got %q\n", fs.Args())
-		return 2
+		return c.fail(exitBad, "one directory at most, got %q", fs.Args())
 	}
 	dir := "policy"
 	if fs.NArg() == 1 {
 		dir = fs.Arg(0)
 	}
 	if info, err := os.Stat(dir); err != nil || !info.IsDir() {
-		fmt.Fprintf(stderr, "sluice policy check: %s: not a directory\n", dir)
-		return 2
+		return c.fail(exitBad, "%s: not a directory", dir)
 	}
 	res, err := policy.Check(ctx, os.DirFS(dir))
 	if err != nil {
-		fmt.Fprintf(stderr, "sluice policy check: %s: %v\n", dir, err)
-		return 1
+		return c.fail(exitErr, "%s: %v", dir, err)
 	}
 	mark := func(ok bool) string {
 		if ok {

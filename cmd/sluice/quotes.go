@@ -3,12 +3,9 @@ package main
 import (
 	"cmp"
 	"context"
-	"encoding/json"
-	"errors"
 	"flag"
 	"fmt"
 	"io"
-	"os"
 	"slices"
 	"strings"
 	"text/tabwriter"
@@ -87,44 +84,33 @@ type quotesReport struct {
 }
 
 func quotes(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	c := command{"quotes", stderr}
 	fs := flag.NewFlagSet("quotes", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	configPath := fs.String("config", "sluice.yaml", "configuration file")
-	replayDir := fs.String("replay", "", "serve recorded provider responses from DIR on loopback instead of calling the providers")
+	configPath := configFlag(fs)
+	replayDir := fs.String("replay", "", replayUsage)
 	asJSON := fs.Bool("json", false, "print offers, sources and counts as JSON")
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return 0
-		}
-		return 2
+	if code, ok := parse(fs, args, stderr); !ok {
+		return code
 	}
 	if fs.NArg() > 0 {
-		fmt.Fprintf(stderr, "sluice quotes: unexpected argument %q\n", fs.Arg(0))
-		return 2
+		return c.fail(exitBad, "unexpected argument %q", fs.Arg(0))
 	}
 	cfg, err := config.Load(*configPath)
 	if err != nil {
-		fmt.Fprintf(stderr, "sluice quotes: %v\n", err)
-		return 2
+		return c.fail(exitBad, "%v", err)
 	}
-	offers, reports, err := app.Quotes(ctx, app.Options{Config: cfg, ReplayDir: *replayDir, Clock: clock, FXURL: os.Getenv("SLUICE_FX_URL")})
+	offers, reports, err := app.Quotes(ctx, options(cfg, *replayDir, ""))
 	if err != nil {
-		fmt.Fprintf(stderr, "sluice quotes: %v\n", err)
-		if app.IsBadInput(err) {
-			return 2
-		}
-		return 1
+		return c.fail(exitCode(err), "%v", err)
 	}
 	now := clock.Now()
 	ev, err := policy.New(ctx)
 	if err != nil {
-		fmt.Fprintf(stderr, "sluice quotes: preparing policy: %v\n", err)
-		return 1
+		return c.fail(exitErr, "preparing policy: %v", err)
 	}
 	verdicts, err := ev.Evaluate(ctx, zoneProfile, offers, now)
 	if err != nil {
-		fmt.Fprintf(stderr, "sluice quotes: %v\n", err)
-		return 1
+		return c.fail(exitErr, "%v", err)
 	}
 	rep := quotesReport{At: now, BillingCurrency: cfg.BillingCurrency, FX: cfg.FX, PerGPUScale: PerGPUScale,
 		Offers: make([]quoteLine, 0, len(offers)), Sources: reports, Counts: map[string]map[string]int{}}
@@ -149,11 +135,8 @@ func quotes(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 			a.PerGPUHour.Amount.Cmp(b.PerGPUHour.Amount), strings.Compare(a.OfferID, b.OfferID))
 	})
 	if *asJSON {
-		enc := json.NewEncoder(stdout)
-		enc.SetIndent("", "  ")
-		if err := enc.Encode(rep); err != nil {
-			fmt.Fprintf(stderr, "sluice quotes: %v\n", err)
-			return 1
+		if err := writeJSON(stdout, rep); err != nil {
+			return c.fail(exitErr, "%v", err)
 		}
 	} else {
 		printQuotes(stdout, rep)
@@ -165,8 +148,7 @@ func quotes(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		}
 	}
 	if answered == 0 {
-		fmt.Fprintf(stderr, "sluice quotes: no quote source answered (%d tried)\n", len(reports))
-		return 1
+		return c.fail(exitErr, "no quote source answered (%d tried)", len(reports))
 	}
 	return 0
 }

@@ -2,8 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
-	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -12,7 +10,6 @@ import (
 	"time"
 
 	"github.com/sluicehq/sluice"
-	"github.com/sluicehq/sluice/app"
 	"github.com/sluicehq/sluice/config"
 )
 
@@ -21,61 +18,53 @@ import (
 // provider answered and nothing stays pending, 1 otherwise (or on a ledger
 // error), 2 for a bad config.
 func reconcile(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	c := command{"reconcile", stderr}
 	fs := flag.NewFlagSet("reconcile", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	configPath := fs.String("config", "sluice.yaml", "configuration file")
-	replayDir := fs.String("replay", "", "serve recorded provider responses from DIR on loopback (quotes); placement as the environment says (SLUICE_PLACEMENT)")
-	ledgerPath := fs.String("ledger", "sluice.db", "SQLite ledger file")
+	configPath := configFlag(fs)
+	replayDir := fs.String("replay", "", replayPlacementUsage)
+	ledgerPath := ledgerFlag(fs)
 	adoptAfter := fs.Duration("adopt-after", sluice.DefaultAdoptAfter, "adopt a committed line's unrecorded instance once its decision is this old (0 = at once)")
 	asJSON := fs.Bool("json", false, "print the report as JSON")
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return 0
-		}
-		return 2
+	if code, ok := parse(fs, args, stderr); !ok {
+		return code
 	}
-	if fs.NArg() > 0 {
-		fmt.Fprintf(stderr, "sluice reconcile: unexpected arguments %q\n", fs.Args())
-		return 2
+	if code, ok := c.noArgs(fs); !ok {
+		return code
 	}
 	cfg, err := config.Load(*configPath)
 	if err != nil {
-		fmt.Fprintf(stderr, "sluice reconcile: %v\n", err)
-		return 2
+		return c.fail(exitBad, "%v", err)
 	}
-	after := *adoptAfter
-	if after == 0 {
-		after = -1 // at once
+	o := releaseOptions(cfg, *replayDir, *ledgerPath)
+	o.AdoptAfter = *adoptAfter
+	if o.AdoptAfter == 0 {
+		o.AdoptAfter = -1 // at once
 	}
-	a, code := openApp(ctx, "reconcile", cfg, *replayDir, *ledgerPath, app.Options{AdoptAfter: after}, stderr)
+	a, code := c.openApp(ctx, o)
 	if a == nil {
 		return code
 	}
 	defer a.Close()
 	rep, err := a.Reconcile(ctx)
 	if err != nil {
-		fmt.Fprintf(stderr, "sluice reconcile: %v\n", err)
-		return 1
+		return c.fail(exitErr, "%v", err)
 	}
 	if *asJSON {
-		enc := json.NewEncoder(stdout)
-		enc.SetIndent("", "  ")
-		if err := enc.Encode(rep); err != nil {
-			fmt.Fprintf(stderr, "sluice reconcile: %v\n", err)
-			return 1
+		if err := writeJSON(stdout, rep); err != nil {
+			return c.fail(exitErr, "%v", err)
 		}
 	} else {
 		printReconcile(stdout, rep)
 	}
 	if len(rep.Errors) > 0 || len(rep.Pending) > 0 {
-		return 1
+		return exitErr
 	}
 	for _, o := range rep.Orphans {
 		if o.State == sluice.ReleasePending {
-			return 1
+			return exitErr
 		}
 	}
-	return 0
+	return exitOK
 }
 
 func printReconcile(w io.Writer, rep sluice.ReconcileReport) {

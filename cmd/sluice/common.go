@@ -1,0 +1,161 @@
+package main
+
+// The plumbing the subcommands share: the common flags, flag parsing, error
+// lines and exit codes, loading an event with its config, opening the app and
+// printing JSON. Each command keeps its own flag set, help text and output;
+// these helpers only write what every command used to write the same way.
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+
+	"github.com/sluicehq/sluice"
+	"github.com/sluicehq/sluice/app"
+	"github.com/sluicehq/sluice/config"
+	"github.com/sluicehq/sluice/events"
+)
+
+// Exit statuses of every subcommand.
+const (
+	exitOK  = 0 // a decision was made, or nothing to do
+	exitErr = 1 // anything but bad input: a provider, the ledger, a failed check
+	exitBad = 2 // bad input: usage, event or config (stderr names the problem)
+)
+
+// Usage texts of the --replay flag: quote sources only, or quote sources
+// while placement follows the environment (drain, reconcile).
+const (
+	replayUsage          = "serve recorded provider responses from DIR on loopback instead of calling the providers"
+	replayPlacementUsage = "serve recorded provider responses from DIR on loopback (quotes); placement as the environment says (SLUICE_PLACEMENT)"
+)
+
+// configFlag defines --config (default sluice.yaml).
+func configFlag(fs *flag.FlagSet) *string {
+	return fs.String("config", "sluice.yaml", "configuration file")
+}
+
+// ledgerFlag defines --ledger, the SQLite ledger file (default sluice.db).
+func ledgerFlag(fs *flag.FlagSet) *string {
+	return fs.String("ledger", "sluice.db", "SQLite ledger file")
+}
+
+// command is one subcommand as its messages name it: every line it writes
+// to stderr starts "sluice <name>: ", e.g. "sluice burst: " or
+// "sluice audit verify: ".
+type command struct {
+	name   string
+	stderr io.Writer
+}
+
+// fail writes "sluice <name>: " and the formatted message as one line to
+// stderr and returns code, so a command can end with return c.fail(...).
+func (c command) fail(code int, format string, a ...any) int {
+	fmt.Fprintf(c.stderr, "sluice "+c.name+": "+format+"\n", a...)
+	return code
+}
+
+// exitCode is exitBad for an error app.IsBadInput calls bad input (a bad
+// config or trigger), exitErr for any other.
+func exitCode(err error) int {
+	if app.IsBadInput(err) {
+		return exitBad
+	}
+	return exitErr
+}
+
+// parse parses args into fs, with the flag package's messages and -h usage
+// on stderr. ok is false when the command must return code at once: exitOK
+// after -h, exitBad for a bad flag (the flag package has said which).
+// Positional arguments are left to the caller.
+func parse(fs *flag.FlagSet, args []string, stderr io.Writer) (code int, ok bool) {
+	fs.SetOutput(stderr)
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return exitOK, false
+		}
+		return exitBad, false
+	}
+	return exitOK, true
+}
+
+// noArgs refuses positional arguments: "unexpected arguments [...]", exitBad.
+func (c command) noArgs(fs *flag.FlagSet) (code int, ok bool) {
+	if fs.NArg() > 0 {
+		return c.fail(exitBad, "unexpected arguments %q", fs.Args()), false
+	}
+	return exitOK, true
+}
+
+// alarm is an alarm event read for a command: its triggers, the config,
+// and each trigger's queue profile (profiles[i] is triggers[i].Queue's).
+type alarm struct {
+	triggers []sluice.Trigger
+	cfg      *config.Config
+	profiles []sluice.QueueProfile
+}
+
+// loadEvent reads the alarm event at eventPath and the config at configPath
+// and finds each trigger's queue profile, in that order, so that everything
+// a caller can get wrong is checked before anything is opened. On a failure
+// it writes the error (naming eventPath for the event's own faults) and
+// returns nil and exitBad.
+func (c command) loadEvent(eventPath, configPath string) (*alarm, int) {
+	raw, err := os.ReadFile(eventPath)
+	if err != nil {
+		return nil, c.fail(exitBad, "%v", err)
+	}
+	al := &alarm{}
+	if al.triggers, err = events.Parse(raw); err != nil {
+		return nil, c.fail(exitBad, "%s: %v", eventPath, err)
+	}
+	if al.cfg, err = config.Load(configPath); err != nil {
+		return nil, c.fail(exitBad, "%v", err)
+	}
+	for _, t := range al.triggers {
+		p, err := al.cfg.Profile(t.Queue)
+		if err != nil {
+			return nil, c.fail(exitBad, "%s: %v", eventPath, err)
+		}
+		al.profiles = append(al.profiles, p)
+	}
+	return al, exitOK
+}
+
+// options is the app.Options of a command: cfg, the --replay directory and
+// the --ledger path, the decision clock, and the FX source SLUICE_FX_URL
+// names ("" = the config's).
+func options(cfg *config.Config, replayDir, ledgerPath string) app.Options {
+	return app.Options{Config: cfg, ReplayDir: replayDir, LedgerPath: ledgerPath, Clock: clock, FXURL: os.Getenv("SLUICE_FX_URL")}
+}
+
+// releaseOptions is options for a command that only releases (drain,
+// reconcile): without --replay it fetches no FX rates, as releases use none.
+func releaseOptions(cfg *config.Config, replayDir, ledgerPath string) app.Options {
+	o := options(cfg, replayDir, ledgerPath)
+	if replayDir == "" {
+		o.FXURL = "off"
+	}
+	return o
+}
+
+// openApp opens the application with o; on failure it writes the error and
+// returns nil and its exit code (exitCode).
+func (c command) openApp(ctx context.Context, o app.Options) (*app.App, int) {
+	a, err := app.Open(ctx, o)
+	if err != nil {
+		return nil, c.fail(exitCode(err), "%v", err)
+	}
+	return a, exitOK
+}
+
+// writeJSON writes v as indented JSON (two spaces) and a newline.
+func writeJSON(w io.Writer, v any) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(v)
+}
