@@ -36,7 +36,6 @@ import (
 
 	"github.com/sluicehq/sluice"
 	"github.com/sluicehq/sluice/brokers/bid"
-	"github.com/sluicehq/sluice/brokers/billing"
 	"github.com/sluicehq/sluice/brokers/placement"
 	"github.com/sluicehq/sluice/pricing"
 	pricingaliyun "github.com/sluicehq/sluice/pricing/aliyun"
@@ -134,14 +133,11 @@ func (c *Client) Call(ctx context.Context, action, region string, params url.Val
 		return nil, placement.CallError(Provider, action, err)
 	}
 	body, err := pricing.ReadBody(resp, Provider, action, "application/json")
-	if err != nil {
-		if ae, ok := ParseError(action, resp.StatusCode, body); ok {
-			return nil, ae
-		}
-		return nil, fmt.Errorf("aliyun %s: %v: %w", action, err, placement.StatusClass(resp.StatusCode))
-	}
 	if ae, ok := ParseError(action, resp.StatusCode, body); ok {
-		return nil, ae
+		return nil, ae // an ECS error answer, whatever ReadBody made of it
+	}
+	if err != nil {
+		return nil, fmt.Errorf("aliyun %s: %v: %w", action, err, placement.StatusClass(resp.StatusCode))
 	}
 	return body, nil
 }
@@ -167,10 +163,7 @@ func NewWithAPI(cfg Config, api API) *Adapter { return &Adapter{cfg: cfg.withDef
 func (a *Adapter) Provider() string { return Provider }
 
 // Billing is per second, no minimum (assumption; brokers/billing).
-func (a *Adapter) Billing() (granularity, minimum time.Duration) {
-	r := billing.Rules[Provider]
-	return r.Granularity, r.Minimum
-}
+func (a *Adapter) Billing() (granularity, minimum time.Duration) { return placement.Billing(Provider) }
 
 // offerRef is what an Alibaba offer id says: "aliyun:<region>:<type>:on-demand"
 // or "aliyun:<region>:<zone>:<type>:spot" (pricing/aliyun OnDemandID, SpotID).
@@ -197,21 +190,10 @@ func tagParams(v url.Values, tags map[string]string) {
 
 // Place buys line (see the package doc).
 func (a *Adapter) Place(ctx context.Context, decisionID string, lineNo int, line sluice.Line, lim bid.Limits) (sluice.Placement, error) {
-	ref, err := ParseOfferID(line.OfferID)
+	s, err := placement.Begin(Provider, ParseOfferID, notPlaceable, decisionID, lineNo, line, lim, a.cfg.Now())
+	ref, p, b := s.Ref, s.Placement, s.Bid
 	if err != nil {
-		return sluice.Placement{}, err
-	}
-	p := placement.Base(decisionID, lineNo, line, a.cfg.Now())
-	b, hasBid, err := bid.ForLine(line, lim)
-	if hasBid {
-		placement.WithBid(&p, b)
-	}
-	if err != nil {
-		return p, fmt.Errorf("aliyun %s: %w", p.ClientToken, err)
-	}
-	if line.Market == sluice.Reserved || line.Units < 1 || line.Units > 100 {
-		return p, fmt.Errorf("aliyun %s: %s line of %d units: not placeable (pay-as-you-go and spot only, 1..100 units): %w",
-			p.ClientToken, line.Market, line.Units, sluice.ErrQuota)
+		return p, err
 	}
 	v := url.Values{}
 	v.Set("InstanceType", ref.Type)
@@ -268,6 +250,15 @@ func (a *Adapter) Place(ctx context.Context, decisionID string, lineNo int, line
 		}
 	}
 	return p, nil
+}
+
+// notPlaceable refuses reserved lines and lines outside 1..100 units
+// (placement.Begin; RunInstances Amount is 1..100).
+func notPlaceable(line sluice.Line) string {
+	if line.Market == sluice.Reserved || line.Units < 1 || line.Units > 100 {
+		return "not placeable (pay-as-you-go and spot only, 1..100 units)"
+	}
+	return ""
 }
 
 func mustJSON(v any) string {
@@ -422,7 +413,8 @@ func (a *Adapter) Find(ctx context.Context, decisionID string, lineNo int) (slui
 		if len(insts) == 0 {
 			continue
 		}
-		p := sluice.Placement{DecisionID: decisionID, Line: lineNo, Provider: Provider, ClientToken: token, Units: len(insts), Market: sluice.OnDemand}
+		p := placement.Found(Provider, decisionID, lineNo)
+		p.Units, p.Market = len(insts), sluice.OnDemand
 		for _, i := range insts {
 			p.ExternalIDs = append(p.ExternalIDs, i.ID)
 			if i.Spot {
@@ -456,7 +448,7 @@ func (a *Adapter) regionsOf(p sluice.Placement) []string {
 // ECS accepted the deletion, or no searched region knows the instances.
 func (a *Adapter) Release(ctx context.Context, p sluice.Placement) (sluice.ReleaseResult, error) {
 	if len(p.ExternalIDs) == 0 {
-		return sluice.ReleaseResult{Confirmed: true, At: a.cfg.Now().UTC()}, nil
+		return placement.Released(a.cfg.Now()), nil
 	}
 	v := url.Values{"Force": {"true"}, "ClientToken": {"rel-" + p.ClientToken}}
 	for n, id := range p.ExternalIDs {
@@ -473,7 +465,7 @@ func (a *Adapter) Release(ctx context.Context, p sluice.Placement) (sluice.Relea
 		}
 		break
 	}
-	return sluice.ReleaseResult{Confirmed: true, At: a.cfg.Now().UTC()}, nil
+	return placement.Released(a.cfg.Now()), nil
 }
 
 // Instances lists the instances with a sluice:decision tag in every configured region.

@@ -17,7 +17,6 @@
 package autodl
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -32,7 +31,6 @@ import (
 
 	"github.com/sluicehq/sluice"
 	"github.com/sluicehq/sluice/brokers/bid"
-	"github.com/sluicehq/sluice/brokers/billing"
 	"github.com/sluicehq/sluice/brokers/placement"
 	"github.com/sluicehq/sluice/pricing"
 	pricingautodl "github.com/sluicehq/sluice/pricing/autodl"
@@ -162,34 +160,17 @@ func New(cfg Config) *Adapter { return &Adapter{cfg: cfg.withDefaults()} }
 func (a *Adapter) Provider() string { return Provider }
 
 // Billing is per second (assumption; brokers/billing).
-func (a *Adapter) Billing() (granularity, minimum time.Duration) {
-	r := billing.Rules[Provider]
-	return r.Granularity, r.Minimum
-}
+func (a *Adapter) Billing() (granularity, minimum time.Duration) { return placement.Billing(Provider) }
 
 func (a *Adapter) do(ctx context.Context, method, path, op string, body any) (gjson.Result, error) {
-	b, err := json.Marshal(body)
+	ans, err := placement.CallJSON(ctx, a.cfg.HTTPClient, Provider, op, method, a.cfg.BaseURL+path, a.cfg.Token, body)
 	if err != nil {
-		return gjson.Result{}, fmt.Errorf("autodl %s: %v: %w", op, err, sluice.ErrQuota)
+		return gjson.Result{}, err
 	}
-	req, err := http.NewRequestWithContext(ctx, method, a.cfg.BaseURL+path, bytes.NewReader(b))
-	if err != nil {
-		return gjson.Result{}, fmt.Errorf("autodl %s: %v: %w", op, err, sluice.ErrQuota)
+	if ans.Err != nil && len(ans.Body) == 0 {
+		return gjson.Result{}, fmt.Errorf("autodl %s: %v: %w", op, ans.Err, placement.StatusClass(ans.Status))
 	}
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("Accept", "application/json")
-	if a.cfg.Token != "" {
-		req.Header.Set("Authorization", a.cfg.Token)
-	}
-	resp, err := a.cfg.HTTPClient.Do(req)
-	if err != nil {
-		return gjson.Result{}, placement.CallError(Provider, op, err)
-	}
-	out, err := pricing.ReadBody(resp, Provider, op, "application/json")
-	if err != nil && len(out) == 0 {
-		return gjson.Result{}, fmt.Errorf("autodl %s: %v: %w", op, err, placement.StatusClass(resp.StatusCode))
-	}
-	return ParseEnvelope(op, resp.StatusCode, out)
+	return ParseEnvelope(op, ans.Status, ans.Body)
 }
 
 // offerRef is what an AutoDL offer id says: "autodl:<region>:<gpu name>:<n>x:on-demand".
@@ -209,6 +190,15 @@ func parseOfferID(id string) (offerRef, error) {
 		return offerRef{}, bad
 	}
 	return offerRef{Region: parts[1], GPUName: parts[2], GPUs: n}, nil
+}
+
+// payAsYouGo refuses other than on-demand lines and lines without units
+// (placement.Begin).
+func payAsYouGo(line sluice.Line) string {
+	if line.Market != sluice.OnDemand || line.Units < 1 {
+		return "AutoDL sells pay-as-you-go only"
+	}
+	return ""
 }
 
 // Container is one container of a deployment.
@@ -283,18 +273,10 @@ func (a *Adapter) containers(ctx context.Context, dep string) ([]Container, erro
 
 // Place creates the line's deployment unless one of its name runs.
 func (a *Adapter) Place(ctx context.Context, decisionID string, lineNo int, line sluice.Line, lim bid.Limits) (sluice.Placement, error) {
-	ref, err := parseOfferID(line.OfferID)
+	s, err := placement.Begin(Provider, parseOfferID, payAsYouGo, decisionID, lineNo, line, lim, a.cfg.Now())
+	ref, p, b := s.Ref, s.Placement, s.Bid
 	if err != nil {
-		return sluice.Placement{}, err
-	}
-	p := placement.Base(decisionID, lineNo, line, a.cfg.Now())
-	b, _, err := bid.ForLine(line, lim)
-	placement.WithBid(&p, b)
-	if err != nil {
-		return p, fmt.Errorf("autodl %s: %w", p.ClientToken, err)
-	}
-	if line.Market != sluice.OnDemand || line.Units < 1 {
-		return p, fmt.Errorf("autodl %s: %s line of %d units: AutoDL sells pay-as-you-go only: %w", p.ClientToken, line.Market, line.Units, sluice.ErrQuota)
+		return p, err
 	}
 	name := placement.Name(decisionID, lineNo)
 	defer a.locks.Lock(p.ClientToken)()
@@ -324,9 +306,7 @@ func (a *Adapter) Place(ctx context.Context, decisionID string, lineNo int, line
 	var reason string
 	for _, c := range cs {
 		p.ExternalIDs = append(p.ExternalIDs, c.ExternalID())
-		if !c.StartedAt.IsZero() && (p.PlacedAt.IsZero() || c.StartedAt.Before(p.PlacedAt)) {
-			p.PlacedAt = c.StartedAt
-		}
+		placement.Earliest(&p, c.StartedAt)
 		if c.Price.IsSet() {
 			p.Price = c.Price
 			if r := placement.CheckPrice(line.Market, c.Price, line.UnitPrice, a.cfg.Tolerance); r != "" && reason == "" {
@@ -353,14 +333,12 @@ func (a *Adapter) Find(ctx context.Context, decisionID string, lineNo int) (slui
 	if err != nil {
 		return sluice.Placement{}, false, err
 	}
-	p := sluice.Placement{DecisionID: decisionID, Line: lineNo, Provider: Provider, ClientToken: sluice.ClientToken(decisionID, lineNo),
-		Market: sluice.OnDemand, Units: len(cs)}
+	p := placement.Found(Provider, decisionID, lineNo)
+	p.Market, p.Units = sluice.OnDemand, len(cs)
 	for _, c := range cs {
 		p.ExternalIDs = append(p.ExternalIDs, c.ExternalID())
 		p.Price = c.Price
-		if !c.StartedAt.IsZero() && (p.PlacedAt.IsZero() || c.StartedAt.Before(p.PlacedAt)) {
-			p.PlacedAt = c.StartedAt
-		}
+		placement.Earliest(&p, c.StartedAt)
 	}
 	if len(p.ExternalIDs) == 0 {
 		p.ExternalIDs = []string{dep + "/"}
@@ -378,17 +356,13 @@ func (a *Adapter) Release(ctx context.Context, p sluice.Placement) (sluice.Relea
 			deps = append(deps, dep)
 		}
 	}
-	for _, dep := range deps {
+	return placement.ReleaseEach(ctx, deps, func(ctx context.Context, dep string) error {
 		_, err := a.do(ctx, http.MethodDelete, "/api/v1/dev/deployment", "DELETE deployment", map[string]string{"deployment_uuid": dep})
+		return err
+	}, func(err error) bool {
 		var ae *APIError
-		if errors.As(err, &ae) && strings.Contains(strings.ToLower(ae.Code), "notfound") {
-			continue
-		}
-		if err != nil {
-			return sluice.ReleaseResult{}, err
-		}
-	}
-	return sluice.ReleaseResult{Confirmed: true, At: a.cfg.Now().UTC()}, nil
+		return errors.As(err, &ae) && strings.Contains(strings.ToLower(ae.Code), "notfound")
+	}, a.cfg.Now)
 }
 
 // Instances lists the containers of deployments whose name Sluice wrote.

@@ -38,7 +38,6 @@ import (
 
 	"github.com/sluicehq/sluice"
 	"github.com/sluicehq/sluice/brokers/bid"
-	"github.com/sluicehq/sluice/brokers/billing"
 	"github.com/sluicehq/sluice/brokers/placement"
 	"github.com/sluicehq/sluice/pricing"
 )
@@ -167,10 +166,7 @@ func (a *Adapter) client(region string) API {
 func (a *Adapter) Provider() string { return Provider }
 
 // Billing is per second with a 60 s minimum (brokers/billing).
-func (a *Adapter) Billing() (granularity, minimum time.Duration) {
-	r := billing.Rules[Provider]
-	return r.Granularity, r.Minimum
-}
+func (a *Adapter) Billing() (granularity, minimum time.Duration) { return placement.Billing(Provider) }
 
 // offerRef is what an EC2 offer id says: "aws:<region>:<az>:<type>:spot",
 // "aws:<region>:<type>:on-demand", "aws:<region>:<az>:<type>:reserved:<offering>".
@@ -178,9 +174,9 @@ type offerRef struct {
 	Region, AZ, Type, Offering string
 }
 
-func parseOfferID(line sluice.Line) (offerRef, error) {
-	parts := strings.Split(line.OfferID, ":")
-	bad := fmt.Errorf("aws: offer id %q: not an EC2 offer id: %w", line.OfferID, sluice.ErrQuota)
+func parseOfferID(id string) (offerRef, error) {
+	parts := strings.Split(id, ":")
+	bad := fmt.Errorf("aws: offer id %q: not an EC2 offer id: %w", id, sluice.ErrQuota)
 	if len(parts) < 4 || parts[0] != Provider {
 		return offerRef{}, bad
 	}
@@ -207,17 +203,10 @@ func tagSpec(resource types.ResourceType, decisionID string, lineNo int) types.T
 // Place buys line (see the package doc). A spot bid that breaks a rule is
 // refused before any call (sluice.ErrBidOutOfRange).
 func (a *Adapter) Place(ctx context.Context, decisionID string, lineNo int, line sluice.Line, lim bid.Limits) (sluice.Placement, error) {
-	ref, err := parseOfferID(line)
+	s, err := placement.Begin(Provider, parseOfferID, nil, decisionID, lineNo, line, lim, a.cfg.Now())
+	ref, p, b := s.Ref, s.Placement, s.Bid
 	if err != nil {
-		return sluice.Placement{}, err
-	}
-	p := placement.Base(decisionID, lineNo, line, a.cfg.Now())
-	b, hasBid, err := bid.ForLine(line, lim)
-	if hasBid {
-		placement.WithBid(&p, b)
-	}
-	if err != nil {
-		return p, fmt.Errorf("aws %s: %w", p.ClientToken, err)
+		return p, err
 	}
 	if line.Units < 1 {
 		return p, fmt.Errorf("aws %s: %d units: %w", p.ClientToken, line.Units, sluice.ErrQuota)
@@ -419,7 +408,7 @@ func (a *Adapter) describe(ctx context.Context, api API, filters []types.Filter)
 // region, or every configured region when p carries no EC2 offer id (an
 // orphan found by reconcile).
 func (a *Adapter) regionsOf(p sluice.Placement) []string {
-	if ref, err := parseOfferID(sluice.Line{OfferID: p.OfferID}); err == nil {
+	if ref, err := parseOfferID(p.OfferID); err == nil {
 		return []string{ref.Region}
 	}
 	return a.cfg.Regions
@@ -431,7 +420,7 @@ func (a *Adapter) regionsOf(p sluice.Placement) []string {
 // the answer.
 func (a *Adapter) Release(ctx context.Context, p sluice.Placement) (sluice.ReleaseResult, error) {
 	if len(p.ExternalIDs) == 0 {
-		return sluice.ReleaseResult{Confirmed: true, At: a.cfg.Now().UTC()}, nil
+		return placement.Released(a.cfg.Now()), nil
 	}
 	for _, region := range a.regionsOf(p) {
 		out, err := a.client(region).TerminateInstances(ctx, &sdkec2.TerminateInstancesInput{InstanceIds: p.ExternalIDs})
@@ -454,7 +443,7 @@ func (a *Adapter) Release(ctx context.Context, p sluice.Placement) (sluice.Relea
 		}
 		return sluice.ReleaseResult{Confirmed: confirmed, At: a.cfg.Now().UTC()}, nil
 	}
-	return sluice.ReleaseResult{Confirmed: true, At: a.cfg.Now().UTC()}, nil
+	return placement.Released(a.cfg.Now()), nil
 }
 
 // Instances lists every not-terminated instance with a sluice:decision tag

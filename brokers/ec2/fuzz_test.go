@@ -19,7 +19,7 @@ func FuzzOfferID(f *testing.F) {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, s string) {
-		if r, err := parseOfferID(sluice.Line{OfferID: s}); err == nil && (r.Region == "" && r.Type == "") {
+		if r, err := parseOfferID(s); err == nil && (r.Region == "" && r.Type == "") {
 			t.Fatalf("%q: empty ref", s)
 		}
 		if d, l, ok := placement.ParseToken(s); ok && (len(d) != 36 || l < 0) {

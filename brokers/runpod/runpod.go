@@ -21,7 +21,6 @@
 package runpod
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -37,7 +36,6 @@ import (
 
 	"github.com/sluicehq/sluice"
 	"github.com/sluicehq/sluice/brokers/bid"
-	"github.com/sluicehq/sluice/brokers/billing"
 	"github.com/sluicehq/sluice/brokers/placement"
 	"github.com/sluicehq/sluice/pricing"
 	pricingrunpod "github.com/sluicehq/sluice/pricing/runpod"
@@ -100,28 +98,15 @@ type Client struct{ cfg Config }
 
 // Do POSTs {"query","variables"} with the Bearer key.
 func (c *Client) Do(ctx context.Context, op, query string, variables map[string]any, spot bool) (gjson.Result, error) {
-	payload, err := json.Marshal(map[string]any{"query": query, "variables": variables})
+	ans, err := placement.CallJSON(ctx, c.cfg.HTTPClient, Provider, op, http.MethodPost, c.cfg.URL, placement.Bearer(c.cfg.APIKey),
+		map[string]any{"query": query, "variables": variables})
 	if err != nil {
-		return gjson.Result{}, fmt.Errorf("runpod %s: encoding: %v: %w", op, err, sluice.ErrQuota)
+		return gjson.Result{}, err
 	}
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, c.cfg.URL, bytes.NewReader(payload))
-	if err != nil {
-		return gjson.Result{}, fmt.Errorf("runpod %s: %v: %w", op, err, sluice.ErrQuota)
+	if ans.Err != nil {
+		return gjson.Result{}, fmt.Errorf("runpod %s: %v: %w", op, ans.Err, placement.StatusClass(ans.Status))
 	}
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("Accept", "application/json")
-	if c.cfg.APIKey != "" {
-		req.Header.Set("Authorization", "Bearer "+c.cfg.APIKey)
-	}
-	resp, err := c.cfg.HTTPClient.Do(req)
-	if err != nil {
-		return gjson.Result{}, placement.CallError(Provider, op, err)
-	}
-	body, err := pricing.ReadBody(resp, Provider, op, "application/json")
-	if err != nil {
-		return gjson.Result{}, fmt.Errorf("runpod %s: %v: %w", op, err, placement.StatusClass(resp.StatusCode))
-	}
-	return ParseResponse(op, body, spot)
+	return ParseResponse(op, ans.Body, spot)
 }
 
 // ParseResponse reads a GraphQL answer: the "data" member, or a
@@ -168,10 +153,7 @@ func New(cfg Config) *Adapter {
 func (a *Adapter) Provider() string { return Provider }
 
 // Billing is per second (brokers/billing).
-func (a *Adapter) Billing() (granularity, minimum time.Duration) {
-	r := billing.Rules[Provider]
-	return r.Granularity, r.Minimum
-}
+func (a *Adapter) Billing() (granularity, minimum time.Duration) { return placement.Billing(Provider) }
 
 // offerRef is what a RunPod offer id says:
 // "runpod:<gpuTypeId>:<cloud>:<n>x:<market>" (pricing/runpod).
@@ -274,20 +256,10 @@ func (a *Adapter) pods(ctx context.Context) ([]Pod, error) {
 
 // Place buys line one pod per unit, skipping units whose pod exists.
 func (a *Adapter) Place(ctx context.Context, decisionID string, lineNo int, line sluice.Line, lim bid.Limits) (sluice.Placement, error) {
-	ref, err := ParseOfferID(line.OfferID)
+	s, err := placement.Begin(Provider, ParseOfferID, notPlaceable, decisionID, lineNo, line, lim, a.cfg.Now())
+	ref, p, b := s.Ref, s.Placement, s.Bid
 	if err != nil {
-		return sluice.Placement{}, err
-	}
-	p := placement.Base(decisionID, lineNo, line, a.cfg.Now())
-	b, hasBid, err := bid.ForLine(line, lim)
-	if hasBid {
-		placement.WithBid(&p, b)
-	}
-	if err != nil {
-		return p, fmt.Errorf("runpod %s: %w", p.ClientToken, err)
-	}
-	if line.Market == sluice.Reserved || line.Units < 1 {
-		return p, fmt.Errorf("runpod %s: %s line of %d units: not placeable: %w", p.ClientToken, line.Market, line.Units, sluice.ErrQuota)
+		return p, err
 	}
 	defer a.locks.Lock(p.ClientToken)()
 	have, err := a.pods(ctx)
@@ -359,6 +331,14 @@ func (a *Adapter) Place(ctx context.Context, decisionID string, lineNo int, line
 	return p, nil
 }
 
+// notPlaceable refuses reserved lines and lines without units (placement.Begin).
+func notPlaceable(line sluice.Line) string {
+	if line.Market == sluice.Reserved || line.Units < 1 {
+		return "not placeable"
+	}
+	return ""
+}
+
 func podIDs(pods []Pod) []string {
 	var ids []string
 	for _, p := range pods {
@@ -374,7 +354,7 @@ func (a *Adapter) Find(ctx context.Context, decisionID string, lineNo int) (slui
 		return sluice.Placement{}, false, err
 	}
 	prefix := placement.Name(decisionID, lineNo) + "-u"
-	p := sluice.Placement{DecisionID: decisionID, Line: lineNo, Provider: Provider, ClientToken: sluice.ClientToken(decisionID, lineNo)}
+	p := placement.Found(Provider, decisionID, lineNo)
 	for _, pod := range pods {
 		if !strings.HasPrefix(pod.Name, prefix) {
 			continue
@@ -382,26 +362,24 @@ func (a *Adapter) Find(ctx context.Context, decisionID string, lineNo int) (slui
 		p.ExternalIDs = append(p.ExternalIDs, pod.ID)
 		p.Units++
 		p.Price = pod.CostPerHr
-		if !pod.LaunchedAt.IsZero() && (p.PlacedAt.IsZero() || pod.LaunchedAt.Before(p.PlacedAt)) {
-			p.PlacedAt = pod.LaunchedAt
-		}
+		placement.Earliest(&p, pod.LaunchedAt)
 	}
 	return p, p.Units > 0, nil
 }
 
 // Release terminates every pod of p; a pod RunPod no longer knows counts as gone.
 func (a *Adapter) Release(ctx context.Context, p sluice.Placement) (sluice.ReleaseResult, error) {
-	for _, id := range p.ExternalIDs {
+	return placement.ReleaseEach(ctx, p.ExternalIDs, func(ctx context.Context, id string) error {
 		_, err := a.api.Do(ctx, "podTerminate", terminateQ, map[string]any{"input": map[string]string{"podId": id}}, false)
-		var ge *GraphQLError
-		if errors.As(err, &ge) && slices.ContainsFunc(ge.Messages, func(m string) bool { return strings.Contains(strings.ToLower(m), terminatedMsg) }) {
-			continue
-		}
-		if err != nil {
-			return sluice.ReleaseResult{}, err
-		}
-	}
-	return sluice.ReleaseResult{Confirmed: true, At: a.cfg.Now().UTC()}, nil
+		return err
+	}, podGone, a.cfg.Now)
+}
+
+// podGone is RunPod's answer to terminating a pod it no longer knows: a
+// GraphQL error "pod not found".
+func podGone(err error) bool {
+	var ge *GraphQLError
+	return errors.As(err, &ge) && slices.ContainsFunc(ge.Messages, func(m string) bool { return strings.Contains(strings.ToLower(m), terminatedMsg) })
 }
 
 // Instances lists pods whose name Sluice wrote.
@@ -410,14 +388,7 @@ func (a *Adapter) Instances(ctx context.Context) ([]sluice.Instance, error) {
 	if err != nil {
 		return nil, err
 	}
-	var out []sluice.Instance
-	for _, pod := range pods {
-		if !strings.HasPrefix(pod.Name, placement.NamePrefix) {
-			continue
-		}
-		in := sluice.Instance{Provider: Provider, ExternalID: pod.ID, State: pod.Status, LaunchedAt: pod.LaunchedAt, Price: pod.CostPerHr}
-		in.DecisionID, in.Line, _ = placement.ParseToken(pod.Name)
-		out = append(out, in)
-	}
-	return out, nil
+	return placement.Named(Provider, pods, func(pod Pod) string { return pod.Name }, func(pod Pod) sluice.Instance {
+		return sluice.Instance{ExternalID: pod.ID, State: pod.Status, LaunchedAt: pod.LaunchedAt, Price: pod.CostPerHr}
+	}), nil
 }

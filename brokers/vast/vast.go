@@ -16,7 +16,6 @@
 package vast
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -32,7 +31,6 @@ import (
 
 	"github.com/sluicehq/sluice"
 	"github.com/sluicehq/sluice/brokers/bid"
-	"github.com/sluicehq/sluice/brokers/billing"
 	"github.com/sluicehq/sluice/brokers/placement"
 	"github.com/sluicehq/sluice/pricing"
 	pricingvast "github.com/sluicehq/sluice/pricing/vast"
@@ -115,46 +113,20 @@ func New(cfg Config) *Adapter { return &Adapter{cfg: cfg.withDefaults()} }
 func (a *Adapter) Provider() string { return Provider }
 
 // Billing is per second (brokers/billing).
-func (a *Adapter) Billing() (granularity, minimum time.Duration) {
-	r := billing.Rules[Provider]
-	return r.Granularity, r.Minimum
-}
+func (a *Adapter) Billing() (granularity, minimum time.Duration) { return placement.Billing(Provider) }
 
 func (a *Adapter) do(ctx context.Context, method, path, op string, body any) ([]byte, error) {
-	var rd *bytes.Reader
-	if body != nil {
-		b, err := json.Marshal(body)
-		if err != nil {
-			return nil, fmt.Errorf("vast %s: %v: %w", op, err, sluice.ErrQuota)
-		}
-		rd = bytes.NewReader(b)
-	} else {
-		rd = bytes.NewReader(nil)
-	}
-	req, err := http.NewRequestWithContext(ctx, method, a.cfg.BaseURL+path, rd)
+	ans, err := placement.CallJSON(ctx, a.cfg.HTTPClient, Provider, op, method, a.cfg.BaseURL+path, placement.Bearer(a.cfg.APIKey), body)
 	if err != nil {
-		return nil, fmt.Errorf("vast %s: %v: %w", op, err, sluice.ErrQuota)
+		return nil, err
 	}
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("Accept", "application/json")
-	if a.cfg.APIKey != "" {
-		req.Header.Set("Authorization", "Bearer "+a.cfg.APIKey)
-	}
-	resp, err := a.cfg.HTTPClient.Do(req)
-	if err != nil {
-		return nil, placement.CallError(Provider, op, err)
-	}
-	b, err := pricing.ReadBody(resp, Provider, op, "application/json")
-	if err != nil {
-		if e, ok := ParseError(op, resp.StatusCode, b); ok {
-			return nil, e
-		}
-		return nil, fmt.Errorf("vast %s: %v: %w", op, err, placement.StatusClass(resp.StatusCode))
-	}
-	if e, ok := ParseError(op, resp.StatusCode, b); ok {
+	if e, ok := ParseError(op, ans.Status, ans.Body); ok {
 		return nil, e
 	}
-	return b, nil
+	if ans.Err != nil {
+		return nil, fmt.Errorf("vast %s: %v: %w", op, ans.Err, placement.StatusClass(ans.Status))
+	}
+	return ans.Body, nil
 }
 
 // offerAsk reads the ask id from a Vast offer id "vast:<ask>:<type>".
@@ -171,20 +143,10 @@ func offerAsk(id string) (string, error) {
 
 // Place rents the line's ask (see the package doc).
 func (a *Adapter) Place(ctx context.Context, decisionID string, lineNo int, line sluice.Line, lim bid.Limits) (sluice.Placement, error) {
-	ask, err := offerAsk(line.OfferID)
+	s, err := placement.Begin(Provider, offerAsk, oneSlice, decisionID, lineNo, line, lim, a.cfg.Now())
+	ask, p, b := s.Ref, s.Placement, s.Bid
 	if err != nil {
-		return sluice.Placement{}, err
-	}
-	p := placement.Base(decisionID, lineNo, line, a.cfg.Now())
-	b, hasBid, err := bid.ForLine(line, lim)
-	if hasBid {
-		placement.WithBid(&p, b)
-	}
-	if err != nil {
-		return p, fmt.Errorf("vast %s: %w", p.ClientToken, err)
-	}
-	if line.Units != 1 || line.Market == sluice.Reserved {
-		return p, fmt.Errorf("vast %s: %s line of %d units: an ask is one machine slice, rented alone: %w", p.ClientToken, line.Market, line.Units, sluice.ErrQuota)
+		return p, err
 	}
 	label := placement.Name(decisionID, lineNo)
 	defer a.locks.Lock(p.ClientToken)()
@@ -225,6 +187,15 @@ func (a *Adapter) Place(ctx context.Context, decisionID string, lineNo int, line
 		return placement.Mismatch(ctx, p, reason, a.Release)
 	}
 	return p, nil
+}
+
+// oneSlice refuses reserved lines and lines of other than one unit
+// (placement.Begin): an ask is one machine slice.
+func oneSlice(line sluice.Line) string {
+	if line.Units != 1 || line.Market == sluice.Reserved {
+		return "an ask is one machine slice, rented alone"
+	}
+	return ""
 }
 
 // Instance is one row of GET /api/v0/instances/.
@@ -358,8 +329,9 @@ func (a *Adapter) Find(ctx context.Context, decisionID string, lineNo int) (slui
 	if in.IsBid {
 		market = sluice.Spot
 	}
-	return sluice.Placement{DecisionID: decisionID, Line: lineNo, Provider: Provider, ClientToken: sluice.ClientToken(decisionID, lineNo),
-		ExternalIDs: []string{in.ID}, Market: market, Units: 1, Price: in.Price, PlacedAt: in.LaunchedAt}, true, nil
+	p := placement.Found(Provider, decisionID, lineNo)
+	p.ExternalIDs, p.Market, p.Units, p.Price, p.PlacedAt = []string{in.ID}, market, 1, in.Price, in.LaunchedAt
+	return p, true, nil
 }
 
 // ChangeBid sets a running interruptible instance's bid (USD per
@@ -370,19 +342,15 @@ func (a *Adapter) ChangeBid(ctx context.Context, instanceID, price string) error
 	return err
 }
 
-// Release destroys p's instances; one Vast no longer knows counts as gone.
+// Release destroys p's instances; one Vast no longer knows (HTTP 404) counts as gone.
 func (a *Adapter) Release(ctx context.Context, p sluice.Placement) (sluice.ReleaseResult, error) {
-	for _, id := range p.ExternalIDs {
+	return placement.ReleaseEach(ctx, p.ExternalIDs, func(ctx context.Context, id string) error {
 		_, err := a.do(ctx, http.MethodDelete, "/api/v0/instances/"+id+"/", "DELETE instances/"+id, nil)
+		return err
+	}, func(err error) bool {
 		var ae *APIError
-		if errors.As(err, &ae) && ae.Status == 404 {
-			continue
-		}
-		if err != nil {
-			return sluice.ReleaseResult{}, err
-		}
-	}
-	return sluice.ReleaseResult{Confirmed: true, At: a.cfg.Now().UTC()}, nil
+		return errors.As(err, &ae) && ae.Status == 404
+	}, a.cfg.Now)
 }
 
 // Instances lists instances whose label Sluice wrote.
@@ -391,14 +359,7 @@ func (a *Adapter) Instances(ctx context.Context) ([]sluice.Instance, error) {
 	if err != nil {
 		return nil, err
 	}
-	var out []sluice.Instance
-	for _, in := range list {
-		if !strings.HasPrefix(in.Label, placement.NamePrefix) {
-			continue
-		}
-		i := sluice.Instance{Provider: Provider, ExternalID: in.ID, State: in.Status, LaunchedAt: in.LaunchedAt, Price: in.Price}
-		i.DecisionID, i.Line, _ = placement.ParseToken(in.Label)
-		out = append(out, i)
-	}
-	return out, nil
+	return placement.Named(Provider, list, func(in Instance) string { return in.Label }, func(in Instance) sluice.Instance {
+		return sluice.Instance{ExternalID: in.ID, State: in.Status, LaunchedAt: in.LaunchedAt, Price: in.Price}
+	}), nil
 }
