@@ -3,7 +3,6 @@ package main
 import (
 	"bytes"
 	"context"
-	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -44,26 +43,9 @@ error, 2 bad usage.
 
 // audit is the "sluice audit" subcommand.
 func audit(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	if len(args) == 0 {
-		fmt.Fprint(stderr, auditUsage)
-		return 2
-	}
-	switch args[0] {
-	case "verify":
-		return auditVerify(ctx, args[1:], stdout, stderr)
-	case "export":
-		return auditExport(ctx, args[1:], stdout, stderr)
-	case "report":
-		return auditReport(ctx, args[1:], stdout, stderr)
-	case "archive":
-		return auditArchive(ctx, args[1:], stdout, stderr)
-	case "-h", "--help", "help":
-		fmt.Fprint(stdout, auditUsage)
-		return 0
-	default:
-		fmt.Fprintf(stderr, "sluice audit: unknown command %q\n%s", args[0], auditUsage)
-		return 2
-	}
+	return dispatch(ctx, "sluice audit", auditUsage, map[string]subcommand{
+		"verify": auditVerify, "export": auditExport, "report": auditReport, "archive": auditArchive,
+	}, args, stdout, stderr)
 }
 
 // storeFlags are --ledger and --table, shared by every audit command.
@@ -71,7 +53,7 @@ type storeFlags struct{ path, table *string }
 
 func addStoreFlags(fs *flag.FlagSet) storeFlags {
 	return storeFlags{
-		path:  fs.String("ledger", "sluice.db", "SQLite ledger file"),
+		path:  ledgerFlag(fs),
 		table: fs.String("table", "", "DynamoDB ledger table (instead of --ledger)"),
 	}
 }
@@ -94,47 +76,29 @@ func (f storeFlags) open(ctx context.Context) (ledger.Store, string, error) {
 	return s, "ledger " + *f.path, err
 }
 
-func parseFlags(fs *flag.FlagSet, args []string, stderr io.Writer) (ok bool, code int) {
-	fs.SetOutput(stderr)
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return false, 0
-		}
-		return false, 2
-	}
-	if fs.NArg() > 0 {
-		fmt.Fprintf(stderr, "sluice audit %s: unexpected arguments %q\n", fs.Name(), fs.Args())
-		return false, 2
-	}
-	return true, 0
-}
-
 func auditVerify(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	c := command{"audit verify", stderr}
 	fs := flag.NewFlagSet("verify", flag.ContinueOnError)
 	sf := addStoreFlags(fs)
-	if ok, code := parseFlags(fs, args, stderr); !ok {
+	if code, ok := c.parseFlagsOnly(fs, args); !ok {
 		return code
 	}
 	s, name, err := sf.open(ctx)
 	if err != nil {
-		fmt.Fprintf(stderr, "sluice audit verify: %v\n", err)
-		return 1
+		return c.fail(exitErr, "%v", err)
 	}
 	defer s.Close()
 	n, err := s.Verify(ctx)
 	if err != nil {
-		fmt.Fprintf(stderr, "sluice audit verify: %s: FAIL after %d good records: %v\n", name, n, err)
-		return 1
+		return c.fail(exitErr, "%s: FAIL after %d good records: %v", name, n, err)
 	}
 	recs, err := s.Records(ctx)
 	if err != nil {
-		fmt.Fprintf(stderr, "sluice audit verify: %v\n", err)
-		return 1
+		return c.fail(exitErr, "%v", err)
 	}
 	decisions, lines, err := laudit.Recompute(recs)
 	if err != nil {
-		fmt.Fprintf(stderr, "sluice audit verify: %s: FAIL: %v\n", name, err)
-		return 1
+		return c.fail(exitErr, "%s: FAIL: %v", name, err)
 	}
 	headHash := ledger.GenesisHash
 	if len(recs) > 0 {
@@ -142,7 +106,7 @@ func auditVerify(ctx context.Context, args []string, stdout, stderr io.Writer) i
 	}
 	fmt.Fprintf(stdout, "%s: %d records, chain intact, head %s\n", name, n, headHash)
 	fmt.Fprintf(stdout, "recomputed %d decisions, %d lines: every line, total, FX conversion, budget figure, placement price and settled cost matches\n", decisions, lines)
-	return 0
+	return exitOK
 }
 
 // parseDate reads YYYY-MM-DD (UTC midnight) or RFC 3339.
@@ -180,6 +144,7 @@ func loadBook(ctx context.Context, sf storeFlags) (*laudit.Book, error) {
 }
 
 func auditExport(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	c := command{"audit export", stderr}
 	fs := flag.NewFlagSet("export", flag.ContinueOnError)
 	sf := addStoreFlags(fs)
 	format := fs.String("format", "focus", "export format (only focus)")
@@ -187,50 +152,42 @@ func auditExport(ctx context.Context, args []string, stdout, stderr io.Writer) i
 	toS := fs.String("to", "", "charge period starts before this are included (exclusive)")
 	out := fs.String("out", "", "output CSV file (\"-\" = stdout)")
 	account := fs.String("account", "sluice", "BillingAccountId (and BillingAccountName)")
-	if ok, code := parseFlags(fs, args, stderr); !ok {
+	if code, ok := c.parseFlagsOnly(fs, args); !ok {
 		return code
 	}
 	if *format != "focus" {
-		fmt.Fprintf(stderr, "sluice audit export: --format %q: only focus is supported\n", *format)
-		return 2
+		return c.fail(exitBad, "--format %q: only focus is supported", *format)
 	}
 	if *fromS == "" || *toS == "" || *out == "" {
-		fmt.Fprintln(stderr, "sluice audit export: --from, --to and --out are required")
-		return 2
+		return c.fail(exitBad, "--from, --to and --out are required")
 	}
 	from, err := parseDate("from", *fromS)
 	if err != nil {
-		fmt.Fprintf(stderr, "sluice audit export: %v\n", err)
-		return 2
+		return c.fail(exitBad, "%v", err)
 	}
 	to, err := parseDate("to", *toS)
 	if err != nil {
-		fmt.Fprintf(stderr, "sluice audit export: %v\n", err)
-		return 2
+		return c.fail(exitBad, "%v", err)
 	}
 	if !from.Before(to) {
-		fmt.Fprintf(stderr, "sluice audit export: --from %s is not before --to %s\n", *fromS, *toS)
-		return 2
+		return c.fail(exitBad, "--from %s is not before --to %s", *fromS, *toS)
 	}
 	book, err := loadBook(ctx, sf)
 	if err != nil {
-		fmt.Fprintf(stderr, "sluice audit export: %v\n", err)
-		return 1
+		return c.fail(exitErr, "%v", err)
 	}
 	var buf bytes.Buffer
 	rows, err := laudit.WriteFOCUS(&buf, book, from, to, laudit.FOCUSOptions{BillingAccountID: *account})
 	if err != nil {
-		fmt.Fprintf(stderr, "sluice audit export: %v\n", err)
-		return 1
+		return c.fail(exitErr, "%v", err)
 	}
 	if err := writeOut(*out, buf.Bytes(), stdout); err != nil {
-		fmt.Fprintf(stderr, "sluice audit export: %v\n", err)
-		return 1
+		return c.fail(exitErr, "%v", err)
 	}
 	if *out != "-" {
 		fmt.Fprintf(stdout, "wrote %d FOCUS rows (%s to %s) to %s\n", rows, from.Format(laudit.FOCUSTime), to.Format(laudit.FOCUSTime), *out)
 	}
-	return 0
+	return exitOK
 }
 
 func writeOut(path string, b []byte, stdout io.Writer) error {
@@ -242,6 +199,7 @@ func writeOut(path string, b []byte, stdout io.Writer) error {
 }
 
 func auditReport(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	c := command{"audit report", stderr}
 	fs := flag.NewFlagSet("report", flag.ContinueOnError)
 	sf := addStoreFlags(fs)
 	monthS := fs.String("month", "", "month to report, YYYY-MM (UTC)")
@@ -249,42 +207,38 @@ func auditReport(ctx context.Context, args []string, stdout, stderr io.Writer) i
 	format := fs.String("format", "table", "table, csv or svg (daily spend by tier)")
 	configPath := fs.String("config", "", "configuration file with the tiers' monthly budgets (none: no budget share)")
 	out := fs.String("out", "-", "output file (\"-\" = stdout)")
-	if ok, code := parseFlags(fs, args, stderr); !ok {
+	if code, ok := c.parseFlagsOnly(fs, args); !ok {
 		return code
 	}
 	month, err := time.Parse("2006-01", *monthS)
 	if err != nil {
-		fmt.Fprintf(stderr, "sluice audit report: --month %q: want YYYY-MM\n", *monthS)
-		return 2
+		return c.fail(exitBad, "--month %q: want YYYY-MM", *monthS)
 	}
 	switch *format {
 	case "table", "csv", "svg":
 	default:
-		fmt.Fprintf(stderr, "sluice audit report: --format %q: want table, csv or svg\n", *format)
-		return 2
+		return c.fail(exitBad, "--format %q: want table, csv or svg", *format)
 	}
 	var budgets map[sluice.Tier]sluice.Money
 	currency := ""
 	if *configPath != "" {
 		cfg, err := config.Load(*configPath)
 		if err != nil {
-			fmt.Fprintf(stderr, "sluice audit report: %v\n", err)
-			return 2
+			return c.fail(exitBad, "%v", err)
 		}
 		budgets, currency = cfg.Budgets, cfg.BillingCurrency
 	}
 	book, err := loadBook(ctx, sf)
 	if err != nil {
-		fmt.Fprintf(stderr, "sluice audit report: %v\n", err)
-		return 1
+		return c.fail(exitErr, "%v", err)
 	}
 	r, err := laudit.MonthReportIn(book, month, *by, budgets, currency)
 	if err != nil {
-		fmt.Fprintf(stderr, "sluice audit report: %v\n", err)
+		code := exitErr
 		if strings.Contains(err.Error(), "--by") {
-			return 2
+			code = exitBad
 		}
-		return 1
+		return c.fail(code, "%v", err)
 	}
 	var buf bytes.Buffer
 	switch *format {
@@ -302,60 +256,53 @@ func auditReport(ctx context.Context, args []string, stdout, stderr io.Writer) i
 		err = writeOut(*out, buf.Bytes(), stdout)
 	}
 	if err != nil {
-		fmt.Fprintf(stderr, "sluice audit report: %v\n", err)
-		return 1
+		return c.fail(exitErr, "%v", err)
 	}
-	return 0
+	return exitOK
 }
 
 func auditArchive(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	c := command{"audit archive", stderr}
 	fs := flag.NewFlagSet("archive", flag.ContinueOnError)
 	sf := addStoreFlags(fs)
 	bucket := fs.String("bucket", "", "S3 bucket (versioned, Object Lock in compliance mode)")
 	prefix := fs.String("prefix", "", "key prefix, e.g. sluice/prod/")
 	pathStyle := fs.Bool("path-style", false, "path-style S3 addressing (S3-compatible servers)")
-	if ok, code := parseFlags(fs, args, stderr); !ok {
+	if code, ok := c.parseFlagsOnly(fs, args); !ok {
 		return code
 	}
 	if *bucket == "" {
-		fmt.Fprintln(stderr, "sluice audit archive: --bucket is required")
-		return 2
+		return c.fail(exitBad, "--bucket is required")
 	}
 	s, name, err := sf.open(ctx)
 	if err != nil {
-		fmt.Fprintf(stderr, "sluice audit archive: %v\n", err)
-		return 1
+		return c.fail(exitErr, "%v", err)
 	}
 	defer s.Close()
 	if _, err := s.Verify(ctx); err != nil {
-		fmt.Fprintf(stderr, "sluice audit archive: %s does not verify; nothing archived: %v\n", name, err)
-		return 1
+		return c.fail(exitErr, "%s does not verify; nothing archived: %v", name, err)
 	}
 	recs, err := s.Records(ctx)
 	if err != nil {
-		fmt.Fprintf(stderr, "sluice audit archive: %v\n", err)
-		return 1
+		return c.fail(exitErr, "%v", err)
 	}
 	cfg, err := awsconfig.LoadDefaultConfig(ctx)
 	if err != nil {
-		fmt.Fprintf(stderr, "sluice audit archive: aws config: %v\n", err)
-		return 1
+		return c.fail(exitErr, "aws config: %v", err)
 	}
 	a := &archive.Archiver{S3: s3.NewFromConfig(cfg, func(o *s3.Options) { o.UsePathStyle = *pathStyle }),
 		Bucket: *bucket, Prefix: *prefix}
 	res, err := a.Archive(ctx, recs)
 	if err != nil {
-		fmt.Fprintf(stderr, "sluice audit archive: %v\n", err)
-		return 1
+		return c.fail(exitErr, "%v", err)
 	}
 	for _, d := range res.Batches {
 		fmt.Fprintf(stdout, "archived seq %d–%d (%s) to s3://%s/%s\n", d.FirstSeq, d.LastSeq, d.Hour, *bucket, d.Batch)
 	}
 	n, err := a.Verify(ctx)
 	if err != nil {
-		fmt.Fprintf(stderr, "sluice audit archive: archive does not verify: %v\n", err)
-		return 1
+		return c.fail(exitErr, "archive does not verify: %v", err)
 	}
 	fmt.Fprintf(stdout, "archive s3://%s/%s: %d records verify; %d records of the current hour wait\n", *bucket, *prefix, n, res.Pending)
-	return 0
+	return exitOK
 }

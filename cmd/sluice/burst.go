@@ -26,7 +26,7 @@ func burst(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	ledgerPath := ledgerFlag(fs)
 	asJSON := fs.Bool("json", false, "print the decision record as JSON")
 	policyDir := fs.String("policy", "", "policy directory to decide with instead of the embedded policy (it must pass its own Rego tests)")
-	if code, ok := parse(fs, args, stderr); !ok {
+	if code, ok := c.parse(fs, args); !ok {
 		return code
 	}
 	if *eventPath == "" {

@@ -27,6 +27,32 @@ const (
 	exitBad = 2 // bad input: usage, event or config (stderr names the problem)
 )
 
+// subcommand is a command's entry point: it reads args (without its own
+// name) and returns its exit status.
+type subcommand func(ctx context.Context, args []string, stdout, stderr io.Writer) int
+
+// dispatch runs the subcommand args[0] names with the rest of args. With no
+// arguments it writes usage to stderr and returns exitBad; "-h", "--help" and
+// "help" write usage to stdout (exitOK); an unknown name is refused with
+// "<prefix>: unknown command NAME" and usage on stderr (exitBad). prefix is
+// how the messages name the command: "sluice", "sluice policy".
+func dispatch(ctx context.Context, prefix, usage string, subs map[string]subcommand, args []string, stdout, stderr io.Writer) int {
+	if len(args) == 0 {
+		fmt.Fprint(stderr, usage)
+		return exitBad
+	}
+	if sub, ok := subs[args[0]]; ok {
+		return sub(ctx, args[1:], stdout, stderr)
+	}
+	switch args[0] {
+	case "-h", "--help", "help":
+		fmt.Fprint(stdout, usage)
+		return exitOK
+	}
+	fmt.Fprintf(stderr, "%s: unknown command %q\n%s", prefix, args[0], usage)
+	return exitBad
+}
+
 // Usage texts of the --replay flag: quote sources only, or quote sources
 // while placement follows the environment (drain, reconcile).
 const (
@@ -72,8 +98,8 @@ func exitCode(err error) int {
 // on stderr. ok is false when the command must return code at once: exitOK
 // after -h, exitBad for a bad flag (the flag package has said which).
 // Positional arguments are left to the caller.
-func parse(fs *flag.FlagSet, args []string, stderr io.Writer) (code int, ok bool) {
-	fs.SetOutput(stderr)
+func (c command) parse(fs *flag.FlagSet, args []string) (code int, ok bool) {
+	fs.SetOutput(c.stderr)
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return exitOK, false
@@ -89,6 +115,14 @@ func (c command) noArgs(fs *flag.FlagSet) (code int, ok bool) {
 		return c.fail(exitBad, "unexpected arguments %q", fs.Args()), false
 	}
 	return exitOK, true
+}
+
+// parseFlagsOnly is parse then noArgs, for a command that takes flags only.
+func (c command) parseFlagsOnly(fs *flag.FlagSet, args []string) (code int, ok bool) {
+	if code, ok := c.parse(fs, args); !ok {
+		return code, false
+	}
+	return c.noArgs(fs)
 }
 
 // alarm is an alarm event read for a command: its triggers, the config,

@@ -29,7 +29,7 @@ func drain(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	replayDir := fs.String("replay", "", replayPlacementUsage)
 	ledgerPath := ledgerFlag(fs)
 	asJSON := fs.Bool("json", false, "print the drain reports as JSON")
-	if code, ok := parse(fs, args, stderr); !ok {
+	if code, ok := c.parse(fs, args); !ok {
 		return code
 	}
 	if *eventPath == "" {

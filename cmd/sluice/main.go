@@ -14,7 +14,6 @@ package main
 
 import (
 	"context"
-	"fmt"
 	"io"
 	"os"
 )
@@ -39,30 +38,8 @@ Run "sluice <command> -h" for a command's flags.
 `
 
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	if len(args) == 0 {
-		fmt.Fprint(stderr, usage)
-		return 2
-	}
-	switch args[0] {
-	case "burst":
-		return burst(ctx, args[1:], stdout, stderr)
-	case "quotes":
-		return quotes(ctx, args[1:], stdout, stderr)
-	case "drain":
-		return drain(ctx, args[1:], stdout, stderr)
-	case "reconcile":
-		return reconcile(ctx, args[1:], stdout, stderr)
-	case "policy":
-		return policyCmd(ctx, args[1:], stdout, stderr)
-	case "audit":
-		return audit(ctx, args[1:], stdout, stderr)
-	case "simulate":
-		return simulate(ctx, args[1:], stdout, stderr)
-	case "-h", "--help", "help":
-		fmt.Fprint(stdout, usage)
-		return 0
-	default:
-		fmt.Fprintf(stderr, "sluice: unknown command %q\n%s", args[0], usage)
-		return 2
-	}
+	return dispatch(ctx, "sluice", usage, map[string]subcommand{
+		"burst": burst, "quotes": quotes, "drain": drain, "reconcile": reconcile,
+		"policy": policyCmd, "audit": audit, "simulate": simulate,
+	}, args, stdout, stderr)
 }

@@ -32,22 +32,9 @@ const policyUsage = `usage:
 
 // policyCmd is "sluice policy".
 func policyCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	if len(args) == 0 {
-		fmt.Fprint(stderr, policyUsage)
-		return 2
-	}
-	switch args[0] {
-	case "explain":
-		return policyExplain(ctx, args[1:], stdout, stderr)
-	case "check":
-		return policyCheck(ctx, args[1:], stdout, stderr)
-	case "-h", "--help", "help":
-		fmt.Fprint(stdout, policyUsage)
-		return 0
-	default:
-		fmt.Fprintf(stderr, "sluice policy: unknown command %q\n%s", args[0], policyUsage)
-		return 2
-	}
+	return dispatch(ctx, "sluice policy", policyUsage, map[string]subcommand{
+		"explain": policyExplain, "check": policyCheck,
+	}, args, stdout, stderr)
 }
 
 func policyExplain(ctx context.Context, args []string, stdout, stderr io.Writer) int {
@@ -61,7 +48,7 @@ func policyExplain(ctx context.Context, args []string, stdout, stderr io.Writer)
 	offerID := fs.String("offer", "", "show the rules that fired for this offer, and their inputs")
 	policyDir := fs.String("policy", "", "policy directory to use instead of the embedded policy")
 	asJSON := fs.Bool("json", false, "print the explanation as JSON")
-	if code, ok := parse(fs, args, stderr); !ok {
+	if code, ok := c.parse(fs, args); !ok {
 		return code
 	}
 	if code, ok := c.noArgs(fs); !ok {
@@ -172,7 +159,7 @@ func policyExplain(ctx context.Context, args []string, stdout, stderr io.Writer)
 		}
 		printExplanation(stdout, x, queues[i])
 	}
-	return 0
+	return exitOK
 }
 
 // printExplanation writes one line per offer: allowed or refused, and the
@@ -306,7 +293,7 @@ func policyCheck(ctx context.Context, args []string, stdout, stderr io.Writer) i
 	c := command{"policy check", stderr}
 	fs := flag.NewFlagSet("policy check", flag.ContinueOnError)
 	verbose := fs.Bool("v", false, "list the runtime lines no test reaches")
-	if code, ok := parse(fs, args, stderr); !ok {
+	if code, ok := c.parse(fs, args); !ok {
 		return code
 	}
 	if fs.NArg() > 1 {
@@ -350,10 +337,10 @@ func policyCheck(ctx context.Context, args []string, stdout, stderr io.Writer) i
 	fmt.Fprintf(stdout, "revision %s (%s)\n", res.Revision, dir)
 	if !res.OK() {
 		fmt.Fprintf(stdout, "FAIL %s\n", dir)
-		return 1
+		return exitErr
 	}
 	fmt.Fprintf(stdout, "PASS %s\n", dir)
-	return 0
+	return exitOK
 }
 
 func countOr(n int, ok, bad string) string {

@@ -89,7 +89,7 @@ func quotes(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	configPath := configFlag(fs)
 	replayDir := fs.String("replay", "", replayUsage)
 	asJSON := fs.Bool("json", false, "print offers, sources and counts as JSON")
-	if code, ok := parse(fs, args, stderr); !ok {
+	if code, ok := c.parse(fs, args); !ok {
 		return code
 	}
 	if fs.NArg() > 0 {
@@ -150,7 +150,7 @@ func quotes(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if answered == 0 {
 		return c.fail(exitErr, "no quote source answered (%d tried)", len(reports))
 	}
-	return 0
+	return exitOK
 }
 
 // perGPU returns the offer's price per GPU-hour in its own currency and in

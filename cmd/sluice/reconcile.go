@@ -25,10 +25,7 @@ func reconcile(ctx context.Context, args []string, stdout, stderr io.Writer) int
 	ledgerPath := ledgerFlag(fs)
 	adoptAfter := fs.Duration("adopt-after", sluice.DefaultAdoptAfter, "adopt a committed line's unrecorded instance once its decision is this old (0 = at once)")
 	asJSON := fs.Bool("json", false, "print the report as JSON")
-	if code, ok := parse(fs, args, stderr); !ok {
-		return code
-	}
-	if code, ok := c.noArgs(fs); !ok {
+	if code, ok := c.parseFlagsOnly(fs, args); !ok {
 		return code
 	}
 	cfg, err := config.Load(*configPath)
