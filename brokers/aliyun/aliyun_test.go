@@ -3,28 +3,25 @@ package aliyun
 import (
 	"context"
 	"errors"
-	"net/http/httptest"
+	"slices"
 	"testing"
-	"time"
 
 	"github.com/sluicehq/sluice"
 	"github.com/sluicehq/sluice/brokers/bid"
 	"github.com/sluicehq/sluice/brokers/fake"
+	"github.com/sluicehq/sluice/brokers/internal/brokertest"
 	"github.com/sluicehq/sluice/brokers/placement"
 )
 
-const dec = "dec-0123456789abcdef0123456789abcdef"
+const dec = brokertest.Decision
 
 func newAdapter(t *testing.T) (*Adapter, *fake.Server) {
 	t.Helper()
-	srv := fake.New()
-	srv.Hang = 100 * time.Millisecond
-	hs := httptest.NewServer(srv.Handler("aliyun"))
-	t.Cleanup(hs.Close)
-	return New(Config{Endpoint: hs.URL, AccessKeyID: "LTAIfake", AccessKeySecret: "secret", Regions: []string{"cn-beijing"}}), srv
+	srv, url := brokertest.Fake(t, "aliyun")
+	return New(Config{Endpoint: url, AccessKeyID: "LTAIfake", AccessKeySecret: "secret", Regions: []string{"cn-beijing"}}), srv
 }
 
-func cny(s string) sluice.Money { return sluice.MustMoney(s, "CNY") }
+var cny = brokertest.CNY
 
 func spotLine(limit string) sluice.Line {
 	b := cny(limit)
@@ -72,22 +69,8 @@ func TestSpotLimitFourDecimalsRoundedDown(t *testing.T) {
 }
 
 func TestFaults(t *testing.T) {
-	for _, tc := range []struct {
-		kind string
-		want error
-	}{{fake.Capacity, sluice.ErrInsufficientCapacity}, {fake.Quota, sluice.ErrQuota}, {fake.Throttle, sluice.ErrTransient},
-		{fake.Unavailable, sluice.ErrCapabilityUnavailable}} {
-		t.Run(tc.kind, func(t *testing.T) {
-			a, srv := newAdapter(t)
-			srv.Fail(fake.Fault{Provider: "aliyun", Kind: tc.kind, Times: 1})
-			if _, err := a.Place(context.Background(), dec, 0, spotLine("40"), bid.Limits{}); !errors.Is(err, tc.want) {
-				t.Fatalf("err = %v, want %v", err, tc.want)
-			}
-			if n := len(srv.Instances("aliyun")); n != 0 {
-				t.Fatalf("%d instances", n)
-			}
-		})
-	}
+	brokertest.Faults(t, "aliyun", newAdapter, spotLine("40"),
+		slices.Concat(brokertest.Refusals, []brokertest.Refusal{brokertest.Unavailable}), nil)
 }
 
 func TestLimitUnderSpotPriceIsCapacity(t *testing.T) {
@@ -100,28 +83,13 @@ func TestLimitUnderSpotPriceIsCapacity(t *testing.T) {
 
 func TestTimeoutAfterCreateAdopted(t *testing.T) {
 	a, srv := newAdapter(t)
-	srv.Fail(fake.Fault{Provider: "aliyun", Kind: fake.TimeoutAfterCreate, Times: 1})
-	if _, err := a.Place(context.Background(), dec, 1, spotLine("40"), bid.Limits{}); !errors.Is(err, sluice.ErrTransient) {
-		t.Fatalf("err = %v", err)
-	}
-	f, ok, err := a.Find(context.Background(), dec, 1)
-	if err != nil || !ok || len(f.ExternalIDs) != 1 {
-		t.Fatalf("find: %+v %v %v", f, ok, err)
-	}
-	p, err := a.Place(context.Background(), dec, 1, spotLine("40"), bid.Limits{})
-	if err != nil || p.ExternalIDs[0] != f.ExternalIDs[0] || len(srv.Instances("aliyun")) != 1 {
-		t.Fatalf("retry: %+v %v (%d instances)", p, err, len(srv.Instances("aliyun")))
-	}
+	brokertest.TimeoutAfterCreate(t, a, srv, "aliyun", 1, spotLine("40"))
 }
 
 func TestPriceMismatch(t *testing.T) {
 	a, srv := newAdapter(t)
 	srv.SetPrice("aliyun", "ecs.gn7e-c16g1.4xlarge", "10")
-	srv.Fail(fake.Fault{Provider: "aliyun", Kind: fake.Price, Price: "25", Times: 1})
-	p, err := a.Place(context.Background(), dec, 0, spotLine("20"), bid.Limits{})
-	if !errors.Is(err, sluice.ErrPriceMismatch) || p.Price.String() != "25 CNY" || srv.Running("aliyun") != 0 {
-		t.Fatalf("err = %v placement %+v running %d", err, p, srv.Running("aliyun"))
-	}
+	brokertest.PriceMismatch(t, a, srv, "aliyun", 0, spotLine("20"), "25", "25 CNY")
 }
 
 func TestOnDemandAndTerminateTimeout(t *testing.T) {
@@ -132,16 +100,7 @@ func TestOnDemandAndTerminateTimeout(t *testing.T) {
 	if err != nil || len(p.ExternalIDs) != 2 || p.BidSent != "" || p.Market != sluice.OnDemand {
 		t.Fatalf("on-demand: %+v %v", p, err)
 	}
-	srv.Fail(fake.Fault{Provider: "aliyun", Kind: fake.TerminateTimeout, Times: 1})
-	if _, err := a.Release(context.Background(), p); !errors.Is(err, sluice.ErrTransient) {
-		t.Fatalf("release: %v", err)
-	}
-	if srv.Running("aliyun") != 2 {
-		t.Fatal("a timed-out delete deleted")
-	}
-	if res, err := a.Release(context.Background(), p); err != nil || !res.Confirmed || srv.Running("aliyun") != 0 {
-		t.Fatalf("retry: %+v %v", res, err)
-	}
+	brokertest.TerminateTimeout(t, a, srv, "aliyun", p)
 }
 
 func TestClassify(t *testing.T) {

@@ -3,24 +3,20 @@ package autodl
 import (
 	"context"
 	"errors"
-	"net/http/httptest"
 	"testing"
-	"time"
 
 	"github.com/sluicehq/sluice"
 	"github.com/sluicehq/sluice/brokers/bid"
 	"github.com/sluicehq/sluice/brokers/fake"
+	"github.com/sluicehq/sluice/brokers/internal/brokertest"
 )
 
-const dec = "dec-0123456789abcdef0123456789abcdef"
+const dec = brokertest.Decision
 
 func newAdapter(t *testing.T) (*Adapter, *fake.Server) {
 	t.Helper()
-	srv := fake.New()
-	srv.Hang = 100 * time.Millisecond
-	hs := httptest.NewServer(srv.Handler("autodl"))
-	t.Cleanup(hs.Close)
-	return New(Config{BaseURL: hs.URL, Token: "jwt-token"}), srv
+	srv, url := brokertest.Fake(t, "autodl")
+	return New(Config{BaseURL: url, Token: "jwt-token"}), srv
 }
 
 func line(units int, unitPrice string) sluice.Line {
@@ -69,52 +65,20 @@ func TestCeilingBelowListPriceIsCapacity(t *testing.T) {
 }
 
 func TestFaults(t *testing.T) {
-	for _, tc := range []struct {
-		kind string
-		want error
-	}{{fake.Capacity, sluice.ErrInsufficientCapacity}, {fake.Quota, sluice.ErrQuota}, {fake.Throttle, sluice.ErrTransient}} {
-		t.Run(tc.kind, func(t *testing.T) {
-			a, srv := newAdapter(t)
-			srv.Fail(fake.Fault{Provider: "autodl", Kind: tc.kind, Times: 1})
-			if _, err := a.Place(context.Background(), dec, 0, line(1, "13.36"), bid.Limits{}); !errors.Is(err, tc.want) {
-				t.Fatalf("err = %v, want %v", err, tc.want)
-			}
-		})
-	}
+	brokertest.Faults(t, "autodl", newAdapter, line(1, "13.36"), brokertest.Refusals, nil)
 }
 
 func TestTimeoutAfterCreateAdopted(t *testing.T) {
 	a, srv := newAdapter(t)
-	srv.Fail(fake.Fault{Provider: "autodl", Kind: fake.TimeoutAfterCreate, Times: 1})
-	if _, err := a.Place(context.Background(), dec, 1, line(1, "13.36"), bid.Limits{}); !errors.Is(err, sluice.ErrTransient) {
-		t.Fatalf("err = %v", err)
-	}
-	f, ok, err := a.Find(context.Background(), dec, 1)
-	if err != nil || !ok || len(f.ExternalIDs) != 1 {
-		t.Fatalf("find: %+v %v %v", f, ok, err)
-	}
-	p, err := a.Place(context.Background(), dec, 1, line(1, "13.36"), bid.Limits{})
-	if err != nil || p.ExternalIDs[0] != f.ExternalIDs[0] || len(srv.Instances("autodl")) != 1 {
-		t.Fatalf("retry: %+v %v", p, err)
-	}
+	brokertest.TimeoutAfterCreate(t, a, srv, "autodl", 1, line(1, "13.36"))
 }
 
 func TestPriceMismatchAndTerminateTimeout(t *testing.T) {
 	a, srv := newAdapter(t)
-	srv.Fail(fake.Fault{Provider: "autodl", Kind: fake.Price, Price: "20", Times: 1})
-	p, err := a.Place(context.Background(), dec, 0, line(1, "13.36"), bid.Limits{})
-	if !errors.Is(err, sluice.ErrPriceMismatch) || p.Price.String() != "20 CNY" || srv.Running("autodl") != 0 {
-		t.Fatalf("err = %v %+v", err, p)
-	}
-	p, err = a.Place(context.Background(), dec, 1, line(1, "13.36"), bid.Limits{})
+	brokertest.PriceMismatch(t, a, srv, "autodl", 0, line(1, "13.36"), "20", "20 CNY")
+	p, err := a.Place(context.Background(), dec, 1, line(1, "13.36"), bid.Limits{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv.Fail(fake.Fault{Provider: "autodl", Kind: fake.TerminateTimeout, Times: 1})
-	if _, err := a.Release(context.Background(), p); !errors.Is(err, sluice.ErrTransient) || srv.Running("autodl") != 1 {
-		t.Fatalf("release: %v", err)
-	}
-	if res, err := a.Release(context.Background(), p); err != nil || !res.Confirmed || srv.Running("autodl") != 0 {
-		t.Fatalf("retry: %+v %v", res, err)
-	}
+	brokertest.TerminateTimeout(t, a, srv, "autodl", p)
 }

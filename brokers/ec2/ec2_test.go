@@ -4,31 +4,30 @@ import (
 	"context"
 	"errors"
 	"net/http/httptest"
+	"slices"
 	"testing"
 	"time"
 
 	"github.com/sluicehq/sluice"
 	"github.com/sluicehq/sluice/brokers/bid"
 	"github.com/sluicehq/sluice/brokers/fake"
+	"github.com/sluicehq/sluice/brokers/internal/brokertest"
 	"github.com/sluicehq/sluice/brokers/placement"
 )
 
-const dec = "dec-0123456789abcdef0123456789abcdef"
+const dec = brokertest.Decision
 
 func newAdapter(t *testing.T) (*Adapter, *fake.Server) {
 	t.Helper()
-	srv := fake.New()
-	srv.Hang = 100 * time.Millisecond
-	hs := httptest.NewServer(srv.Handler("aws"))
-	t.Cleanup(hs.Close)
-	a, err := New(context.Background(), Config{Endpoint: hs.URL, AccessKeyID: "AKIDFAKE", SecretAccessKey: "secret", Regions: []string{"us-east-1"}})
+	srv, url := brokertest.Fake(t, "aws")
+	a, err := New(context.Background(), Config{Endpoint: url, AccessKeyID: "AKIDFAKE", SecretAccessKey: "secret", Regions: []string{"us-east-1"}})
 	if err != nil {
 		t.Fatal(err)
 	}
 	return a, srv
 }
 
-func usd(s string) sluice.Money { return sluice.MustMoney(s, "USD") }
+var usd = brokertest.USD
 
 func spotLine(bidText string) sluice.Line {
 	b := usd(bidText)
@@ -97,32 +96,16 @@ func TestBidAtOrUnder0001RefusedBeforeTheCall(t *testing.T) {
 }
 
 func TestPlaceFaults(t *testing.T) {
-	tests := []struct {
-		kind string
-		want error
-	}{
-		{fake.Capacity, sluice.ErrInsufficientCapacity},
-		{fake.Quota, sluice.ErrQuota},
-		{fake.Throttle, sluice.ErrTransient},
-		{fake.Unavailable, sluice.ErrCapabilityUnavailable},
-	}
-	for _, tc := range tests {
-		t.Run(tc.kind, func(t *testing.T) {
-			a, srv := newAdapter(t)
-			srv.Fail(fake.Fault{Provider: "aws", Kind: tc.kind, Times: 1})
-			p, err := a.Place(context.Background(), dec, 0, spotLine("12.5"), bid.Limits{})
-			if !errors.Is(err, tc.want) || placement.ErrorClass(err) == "" || p.BidSent != "12.500000" {
-				t.Fatalf("err = %v (placement %+v), want %v", err, p, tc.want)
-			}
-			if n := len(srv.Instances("aws")); n != 0 {
-				t.Fatalf("%d instances after a refusal", n)
-			}
-			// The fault was for one call: the retry buys.
-			if _, err := a.Place(context.Background(), dec, 0, spotLine("12.5"), bid.Limits{}); err != nil {
-				t.Fatal(err)
-			}
-		})
-	}
+	refusals := slices.Concat(brokertest.Refusals, []brokertest.Refusal{brokertest.Unavailable})
+	brokertest.Faults(t, "aws", newAdapter, spotLine("12.5"), refusals, func(t *testing.T, a *Adapter, p sluice.Placement, err error) {
+		if placement.ErrorClass(err) == "" || p.BidSent != "12.500000" {
+			t.Fatalf("err = %v (placement %+v)", err, p)
+		}
+		// The fault was for one call: the retry buys.
+		if _, err := a.Place(context.Background(), dec, 0, spotLine("12.5"), bid.Limits{}); err != nil {
+			t.Fatal(err)
+		}
+	})
 }
 
 func TestSpotMaxPriceBelowMarketIsCapacity(t *testing.T) {
@@ -138,27 +121,7 @@ func TestSpotMaxPriceBelowMarketIsCapacity(t *testing.T) {
 // retry (Find, then Place) adopts it and buys nothing more.
 func TestTimeoutAfterCreateAdopted(t *testing.T) {
 	a, srv := newAdapter(t)
-	srv.Fail(fake.Fault{Provider: "aws", Kind: fake.TimeoutAfterCreate, Times: 1})
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
-	defer cancel()
-	_, err := a.Place(ctx, dec, 2, spotLine("12.5"), bid.Limits{})
-	if !errors.Is(err, sluice.ErrTransient) {
-		t.Fatalf("err = %v, want ErrTransient", err)
-	}
-	if n := srv.Running("aws"); n != 1 {
-		t.Fatalf("fake holds %d instances after the timeout, want 1 (created before the timeout)", n)
-	}
-	f, ok, err := a.Find(ctx, dec, 2)
-	if err != nil || !ok || len(f.ExternalIDs) != 1 {
-		t.Fatalf("find after timeout: %+v %v %v", f, ok, err)
-	}
-	p, err := a.Place(ctx, dec, 2, spotLine("12.5"), bid.Limits{})
-	if err != nil || p.ExternalIDs[0] != f.ExternalIDs[0] {
-		t.Fatalf("retry: %+v %v", p, err)
-	}
-	if n := len(srv.Instances("aws")); n != 1 {
-		t.Fatalf("retry bought again: %d instances", n)
-	}
+	brokertest.TimeoutAfterCreate(t, a, srv, "aws", 2, spotLine("12.5"))
 }
 
 // The provider bills another price than asked: the adapter reads it back,
@@ -170,20 +133,7 @@ func TestPriceMismatchReleasedAtOnce(t *testing.T) {
 	if p, err := a.Place(context.Background(), dec, 0, spotLine("20"), bid.Limits{}); err != nil || p.Price.String() != "10 USD" {
 		t.Fatalf("cheaper spot: %+v %v", p, err)
 	}
-	srv.Fail(fake.Fault{Provider: "aws", Kind: fake.Price, Price: "19", Times: 1})
-	p, err := a.Place(context.Background(), dec, 1, spotLine("15"), bid.Limits{})
-	var me *placement.MismatchError
-	if !errors.Is(err, sluice.ErrPriceMismatch) || !errors.As(err, &me) || !me.Release.Confirmed || me.ReleaseErr != nil {
-		t.Fatalf("err = %v", err)
-	}
-	if p.ErrorClass != "price-mismatch" || len(p.ExternalIDs) != 1 || p.Price.String() != "19 USD" {
-		t.Fatalf("placement: %+v", p)
-	}
-	for _, i := range srv.Instances("aws") {
-		if i.ID == p.ExternalIDs[0] && i.Running() {
-			t.Fatalf("mismatched instance %s still running", i.ID)
-		}
-	}
+	brokertest.PriceMismatch(t, a, srv, "aws", 1, spotLine("15"), "19", "19 USD")
 }
 
 func TestOnDemandAndRelease(t *testing.T) {
@@ -194,23 +144,7 @@ func TestOnDemandAndRelease(t *testing.T) {
 	if err != nil || len(p.ExternalIDs) != 2 || p.BidSent != "" || p.Price.String() != "40.9657 USD" {
 		t.Fatalf("on-demand: %+v %v", p, err)
 	}
-	srv.Fail(fake.Fault{Provider: "aws", Kind: fake.TerminateTimeout, Times: 1})
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
-	defer cancel()
-	if _, err := a.Release(ctx, p); !errors.Is(err, sluice.ErrTransient) {
-		t.Fatalf("release with terminate timing out: %v", err)
-	}
-	if n := srv.Running("aws"); n != 2 {
-		t.Fatalf("%d running after a timed-out terminate, want 2", n)
-	}
-	res, err := a.Release(ctx, p)
-	if err != nil || !res.Confirmed || srv.Running("aws") != 0 {
-		t.Fatalf("retried release: %+v %v", res, err)
-	}
-	// Releasing again: already terminated, still confirmed.
-	if res, err := a.Release(ctx, p); err != nil || !res.Confirmed {
-		t.Fatalf("second release: %+v %v", res, err)
-	}
+	brokertest.TerminateTimeout(t, a, srv, "aws", p)
 }
 
 func TestCapacityBlock(t *testing.T) {

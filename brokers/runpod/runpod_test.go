@@ -3,27 +3,23 @@ package runpod
 import (
 	"context"
 	"errors"
-	"net/http/httptest"
 	"testing"
-	"time"
 
 	"github.com/sluicehq/sluice"
 	"github.com/sluicehq/sluice/brokers/bid"
 	"github.com/sluicehq/sluice/brokers/fake"
+	"github.com/sluicehq/sluice/brokers/internal/brokertest"
 )
 
-const dec = "dec-0123456789abcdef0123456789abcdef"
+const dec = brokertest.Decision
 
 func newAdapter(t *testing.T) (*Adapter, *fake.Server) {
 	t.Helper()
-	srv := fake.New()
-	srv.Hang = 100 * time.Millisecond
-	hs := httptest.NewServer(srv.Handler("runpod"))
-	t.Cleanup(hs.Close)
-	return New(Config{URL: hs.URL + "/graphql", APIKey: "rp-key"}), srv
+	srv, url := brokertest.Fake(t, "runpod")
+	return New(Config{URL: url + "/graphql", APIKey: "rp-key"}), srv
 }
 
-func usd(s string) sluice.Money { return sluice.MustMoney(s, "USD") }
+var usd = brokertest.USD
 
 func spot8(perUnit string, units int) sluice.Line {
 	b := usd(perUnit)
@@ -85,56 +81,24 @@ func TestSpotPathGraphQLErrorIsCapabilityUnavailable(t *testing.T) {
 }
 
 func TestFaults(t *testing.T) {
-	for _, tc := range []struct {
-		kind string
-		want error
-	}{{fake.Capacity, sluice.ErrInsufficientCapacity}, {fake.Quota, sluice.ErrQuota}, {fake.Throttle, sluice.ErrTransient}} {
-		t.Run(tc.kind, func(t *testing.T) {
-			a, srv := newAdapter(t)
-			srv.Fail(fake.Fault{Provider: "runpod", Kind: tc.kind, Times: 1})
-			if _, err := a.Place(context.Background(), dec, 0, spot8("5.52", 1), bid.Limits{}); !errors.Is(err, tc.want) {
-				t.Fatalf("err = %v, want %v", err, tc.want)
-			}
-		})
-	}
+	brokertest.Faults(t, "runpod", newAdapter, spot8("5.52", 1), brokertest.Refusals, nil)
 }
 
 // Two units; the first create times out after making its pod. The retry
 // adopts that pod and buys only the second.
 func TestTimeoutAfterCreateBuysOnlyWhatIsMissing(t *testing.T) {
 	a, srv := newAdapter(t)
-	srv.Fail(fake.Fault{Provider: "runpod", Kind: fake.TimeoutAfterCreate, Times: 1})
-	if _, err := a.Place(context.Background(), dec, 3, spot8("5.52", 2), bid.Limits{}); !errors.Is(err, sluice.ErrTransient) {
-		t.Fatalf("err = %v", err)
-	}
-	f, ok, err := a.Find(context.Background(), dec, 3)
-	if err != nil || !ok || len(f.ExternalIDs) != 1 {
-		t.Fatalf("find: %+v %v %v", f, ok, err)
-	}
-	p, err := a.Place(context.Background(), dec, 3, spot8("5.52", 2), bid.Limits{})
-	if err != nil || len(p.ExternalIDs) != 2 || p.ExternalIDs[0] != f.ExternalIDs[0] || len(srv.Instances("runpod")) != 2 {
-		t.Fatalf("retry: %+v %v, %d pods", p, err, len(srv.Instances("runpod")))
-	}
+	brokertest.TimeoutAfterCreate(t, a, srv, "runpod", 3, spot8("5.52", 2))
 }
 
 func TestPriceMismatchAndTerminateTimeout(t *testing.T) {
 	a, srv := newAdapter(t)
-	srv.Fail(fake.Fault{Provider: "runpod", Kind: fake.Price, Price: "9.99", Times: 1})
-	p, err := a.Place(context.Background(), dec, 0, spot8("5.52", 1), bid.Limits{})
-	if !errors.Is(err, sluice.ErrPriceMismatch) || p.Price.String() != "9.99 USD" || srv.Running("runpod") != 0 {
-		t.Fatalf("err = %v, placement %+v, running %d", err, p, srv.Running("runpod"))
-	}
-	p, err = a.Place(context.Background(), dec, 1, spot8("5.52", 1), bid.Limits{})
+	brokertest.PriceMismatch(t, a, srv, "runpod", 0, spot8("5.52", 1), "9.99", "9.99 USD")
+	p, err := a.Place(context.Background(), dec, 1, spot8("5.52", 1), bid.Limits{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv.Fail(fake.Fault{Provider: "runpod", Kind: fake.TerminateTimeout, Times: 1})
-	if _, err := a.Release(context.Background(), p); !errors.Is(err, sluice.ErrTransient) || srv.Running("runpod") != 1 {
-		t.Fatalf("release: %v", err)
-	}
-	if res, err := a.Release(context.Background(), p); err != nil || !res.Confirmed {
-		t.Fatalf("retry: %+v %v", res, err)
-	}
+	brokertest.TerminateTimeout(t, a, srv, "runpod", p)
 }
 
 func TestParseOfferID(t *testing.T) {

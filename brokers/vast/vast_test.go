@@ -3,27 +3,23 @@ package vast
 import (
 	"context"
 	"errors"
-	"net/http/httptest"
 	"testing"
-	"time"
 
 	"github.com/sluicehq/sluice"
 	"github.com/sluicehq/sluice/brokers/bid"
 	"github.com/sluicehq/sluice/brokers/fake"
+	"github.com/sluicehq/sluice/brokers/internal/brokertest"
 )
 
-const dec = "dec-0123456789abcdef0123456789abcdef"
+const dec = brokertest.Decision
 
 func newAdapter(t *testing.T) (*Adapter, *fake.Server) {
 	t.Helper()
-	srv := fake.New()
-	srv.Hang = 100 * time.Millisecond
-	hs := httptest.NewServer(srv.Handler("vast"))
-	t.Cleanup(hs.Close)
-	return New(Config{BaseURL: hs.URL, APIKey: "vast-key"}), srv
+	srv, url := brokertest.Fake(t, "vast")
+	return New(Config{BaseURL: url, APIKey: "vast-key"}), srv
 }
 
-func usd(s string) sluice.Money { return sluice.MustMoney(s, "USD") }
+var usd = brokertest.USD
 
 func bidLine(ask, price string) sluice.Line {
 	b := usd(price)
@@ -94,18 +90,7 @@ func TestOnDemandSendsNoPrice(t *testing.T) {
 }
 
 func TestFaultsAndMinBid(t *testing.T) {
-	for _, tc := range []struct {
-		kind string
-		want error
-	}{{fake.Capacity, sluice.ErrInsufficientCapacity}, {fake.Quota, sluice.ErrQuota}, {fake.Throttle, sluice.ErrTransient}} {
-		t.Run(tc.kind, func(t *testing.T) {
-			a, srv := newAdapter(t)
-			srv.Fail(fake.Fault{Provider: "vast", Kind: tc.kind, Times: 1})
-			if _, err := a.Place(context.Background(), dec, 0, bidLine("1", "1"), bid.Limits{}); !errors.Is(err, tc.want) {
-				t.Fatalf("err = %v, want %v", err, tc.want)
-			}
-		})
-	}
+	brokertest.Faults(t, "vast", newAdapter, bidLine("1", "1"), brokertest.Refusals, nil)
 	a, srv := newAdapter(t)
 	srv.SetPrice("vast", "9:min_bid", "1.1")
 	if _, err := a.Place(context.Background(), dec, 0, bidLine("9", "1"), bid.Limits{}); !errors.Is(err, sluice.ErrInsufficientCapacity) {
@@ -115,36 +100,15 @@ func TestFaultsAndMinBid(t *testing.T) {
 
 func TestTimeoutAfterCreateAdopted(t *testing.T) {
 	a, srv := newAdapter(t)
-	srv.Fail(fake.Fault{Provider: "vast", Kind: fake.TimeoutAfterCreate, Times: 1})
-	if _, err := a.Place(context.Background(), dec, 2, bidLine("5", "1"), bid.Limits{}); !errors.Is(err, sluice.ErrTransient) {
-		t.Fatalf("err = %v", err)
-	}
-	f, ok, err := a.Find(context.Background(), dec, 2)
-	if err != nil || !ok {
-		t.Fatalf("find: %v %v", ok, err)
-	}
-	p, err := a.Place(context.Background(), dec, 2, bidLine("5", "1"), bid.Limits{})
-	if err != nil || p.ExternalIDs[0] != f.ExternalIDs[0] || len(srv.Instances("vast")) != 1 {
-		t.Fatalf("retry: %+v %v", p, err)
-	}
+	brokertest.TimeoutAfterCreate(t, a, srv, "vast", 2, bidLine("5", "1"))
 }
 
 func TestPriceMismatchAndTerminateTimeout(t *testing.T) {
 	a, srv := newAdapter(t)
-	srv.Fail(fake.Fault{Provider: "vast", Kind: fake.Price, Price: "3", Times: 1})
-	p, err := a.Place(context.Background(), dec, 0, bidLine("5", "1"), bid.Limits{})
-	if !errors.Is(err, sluice.ErrPriceMismatch) || srv.Running("vast") != 0 || p.Price.String() != "3 USD" {
-		t.Fatalf("err = %v %+v", err, p)
-	}
-	p, err = a.Place(context.Background(), dec, 1, bidLine("6", "1"), bid.Limits{})
+	brokertest.PriceMismatch(t, a, srv, "vast", 0, bidLine("5", "1"), "3", "3 USD")
+	p, err := a.Place(context.Background(), dec, 1, bidLine("6", "1"), bid.Limits{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv.Fail(fake.Fault{Provider: "vast", Kind: fake.TerminateTimeout, Times: 1})
-	if _, err := a.Release(context.Background(), p); !errors.Is(err, sluice.ErrTransient) || srv.Running("vast") != 1 {
-		t.Fatalf("release: %v", err)
-	}
-	if res, err := a.Release(context.Background(), p); err != nil || !res.Confirmed {
-		t.Fatalf("retry: %+v %v", res, err)
-	}
+	brokertest.TerminateTimeout(t, a, srv, "vast", p)
 }
