@@ -38,11 +38,22 @@ type TestReport struct {
 // OK reports whether every test passed and at least one ran.
 func (r TestReport) OK() bool { return r.Failed == 0 && r.Errored == 0 && r.Passed > 0 }
 
+// TestTimeout bounds one Rego test; MaxTestRun the whole test run (the
+// embedded policy's 38 tests take well under a second).
+var (
+	TestTimeout = 30 * time.Second
+	MaxTestRun  = 2 * time.Minute
+)
+
 // RunTests runs the *_test.rego files in fsys against its policy, in the
 // same sandbox as evaluation (forbidden builtins refused, builtin errors
 // raised), with coverage. err is for a policy that cannot be loaded or
 // compiled; failing tests are in the report.
 func RunTests(ctx context.Context, fsys fs.FS) (TestReport, error) {
+	// Bound the whole run, not only each test: a runaway rule in a working
+	// copy would otherwise take TestTimeout per test.
+	ctx, cancel := context.WithTimeout(ctx, MaxTestRun)
+	defer cancel()
 	start := time.Now()
 	set, err := load(fsys, true)
 	if err != nil {
@@ -59,7 +70,7 @@ func RunTests(ctx context.Context, fsys fs.FS) (TestReport, error) {
 		SetModules(set.modules).
 		RaiseBuiltinErrors(true).
 		SetCoverageQueryTracer(cov).
-		SetTimeout(30*time.Second).
+		SetTimeout(TestTimeout).
 		RunTests(ctx, nil)
 	if err != nil {
 		return TestReport{}, fmt.Errorf("running policy tests: %w", err)

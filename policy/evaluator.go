@@ -228,6 +228,10 @@ func (e *Evaluator) Evaluate(ctx context.Context, p sluice.QueueProfile, offers 
 	return d.Verdicts, nil
 }
 
+// EvalTimeout bounds one policy evaluation (one decision's batch). The
+// embedded policy takes a few milliseconds for 1,000 offers.
+var EvalTimeout = 10 * time.Second
+
 // PriceScale is the number of decimal places of the price per GPU-hour sent
 // to the policy.
 const PriceScale = 12
@@ -402,6 +406,11 @@ func (c *currencyPrices) slot(k priceKey) int32 {
 // the reasons of its location, market and price. now pins time.now_ns() so a
 // recorded decision replays exactly.
 func (e *Evaluator) Decide(ctx context.Context, p sluice.QueueProfile, offers []sluice.Offer, now time.Time) (Decision, error) {
+	// A runaway rule (a compliance working copy loaded with --policy) must
+	// not hang the decision: OPA stops evaluating when ctx ends, and the
+	// decision fails (never allows) with the deadline error.
+	ctx, cancel := context.WithTimeout(ctx, EvalTimeout)
+	defer cancel()
 	locIndex := map[location]int32{}
 	var locs []location
 	var mkts []sluice.Market // a handful: found by linear search
