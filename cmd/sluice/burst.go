@@ -14,34 +14,19 @@ import (
 	"github.com/sluicehq/sluice/app"
 )
 
-// clock is the decision clock; tests pin it.
-var clock sluice.Clock = sluice.ClockFunc(time.Now)
-
 func burst(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	c := command{"burst", stderr}
 	fs := flag.NewFlagSet("burst", flag.ContinueOnError)
-	eventPath := fs.String("event", "", "alarm event JSON: SNS, EventBridge, the alarm's Lambda action, or an SQS batch of those")
-	configPath := configFlag(fs)
-	replayDir := fs.String("replay", "", replayUsage)
-	ledgerPath := ledgerFlag(fs)
-	asJSON := fs.Bool("json", false, "print the decision record as JSON")
+	f := addEventFlags(fs, "alarm event JSON: SNS, EventBridge, the alarm's Lambda action, or an SQS batch of those",
+		replayUsage, "print the decision record as JSON")
 	policyDir := fs.String("policy", "", "policy directory to decide with instead of the embedded policy (it must pass its own Rego tests)")
-	if code, ok := c.parse(fs, args); !ok {
-		return code
-	}
-	if *eventPath == "" {
-		return c.fail(exitBad, "--event is required")
-	}
-	if code, ok := c.noArgs(fs); !ok {
-		return code
-	}
 	// Everything the caller can get wrong is checked before the ledger is opened,
 	// so a bad event or config leaves the ledger as it was.
-	al, code := c.loadEvent(*eventPath, *configPath)
+	al, code := c.parseEvent(fs, f, args)
 	if al == nil {
 		return code
 	}
-	o := options(al.cfg, *replayDir, *ledgerPath)
+	o := options(al.cfg, *f.replay, *f.ledger)
 	o.Policy = app.PolicySource{Dir: *policyDir}
 	a, code := c.openApp(ctx, o)
 	if a == nil {
@@ -53,13 +38,13 @@ func burst(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		if err != nil {
 			return c.fail(exitCode(err), "queue %s: %v", t.Queue, err)
 		}
-		if *asJSON {
+		if *f.json {
 			if err := writeJSON(stdout, rec); err != nil {
 				return c.fail(exitErr, "%v", err)
 			}
 			continue
 		}
-		printDecision(stdout, rec, replayed, *ledgerPath)
+		printDecision(stdout, rec, replayed, *f.ledger)
 	}
 	return exitOK
 }

@@ -13,12 +13,16 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"time"
 
 	"github.com/sluicehq/sluice"
 	"github.com/sluicehq/sluice/app"
 	"github.com/sluicehq/sluice/config"
 	"github.com/sluicehq/sluice/events"
 )
+
+// clock is the decision clock every command opens the app with; tests pin it.
+var clock sluice.Clock = sluice.ClockFunc(time.Now)
 
 // Exit statuses of every subcommand.
 const (
@@ -123,6 +127,41 @@ func (c command) parseFlagsOnly(fs *flag.FlagSet, args []string) (code int, ok b
 		return code, false
 	}
 	return c.noArgs(fs)
+}
+
+// eventFlags are the flags of a command that acts on an alarm event (burst,
+// drain): --event (required), --config, --replay, --ledger and --json.
+type eventFlags struct {
+	event, config, replay, ledger *string
+	json                          *bool
+}
+
+// addEventFlags defines the eventFlags on fs with the command's own usage
+// texts for --event, --replay and --json.
+func addEventFlags(fs *flag.FlagSet, eventUsage, replayUsage, jsonUsage string) eventFlags {
+	return eventFlags{
+		event:  fs.String("event", "", eventUsage),
+		config: configFlag(fs),
+		replay: fs.String("replay", "", replayUsage),
+		ledger: ledgerFlag(fs),
+		json:   fs.Bool("json", false, jsonUsage),
+	}
+}
+
+// parseEvent parses args into fs (which holds f), requires --event, refuses
+// positional arguments, then reads the event and config (loadEvent). On a
+// failure, or after -h, it returns nil and the exit status.
+func (c command) parseEvent(fs *flag.FlagSet, f eventFlags, args []string) (*alarm, int) {
+	if code, ok := c.parse(fs, args); !ok {
+		return nil, code
+	}
+	if *f.event == "" {
+		return nil, c.fail(exitBad, "--event is required")
+	}
+	if code, ok := c.noArgs(fs); !ok {
+		return nil, code
+	}
+	return c.loadEvent(*f.event, *f.config)
 }
 
 // alarm is an alarm event read for a command: its triggers, the config,

@@ -24,25 +24,12 @@ import (
 func drain(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	c := command{"drain", stderr}
 	fs := flag.NewFlagSet("drain", flag.ContinueOnError)
-	eventPath := fs.String("event", "", "alarm event JSON (OK state, or depth 0)")
-	configPath := configFlag(fs)
-	replayDir := fs.String("replay", "", replayPlacementUsage)
-	ledgerPath := ledgerFlag(fs)
-	asJSON := fs.Bool("json", false, "print the drain reports as JSON")
-	if code, ok := c.parse(fs, args); !ok {
-		return code
-	}
-	if *eventPath == "" {
-		return c.fail(exitBad, "--event is required")
-	}
-	if code, ok := c.noArgs(fs); !ok {
-		return code
-	}
-	al, code := c.loadEvent(*eventPath, *configPath)
+	f := addEventFlags(fs, "alarm event JSON (OK state, or depth 0)", replayPlacementUsage, "print the drain reports as JSON")
+	al, code := c.parseEvent(fs, f, args)
 	if al == nil {
 		return code
 	}
-	a, code := c.openApp(ctx, releaseOptions(al.cfg, *replayDir, *ledgerPath))
+	a, code := c.openApp(ctx, releaseOptions(al.cfg, *f.replay, *f.ledger))
 	if a == nil {
 		return code
 	}
@@ -59,11 +46,11 @@ func drain(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 				return exitErr
 			}
 		}
-		if !*asJSON {
+		if !*f.json {
 			printDrain(stdout, t, rep)
 		}
 	}
-	if *asJSON {
+	if *f.json {
 		if err := writeJSON(stdout, reports); err != nil {
 			return c.fail(exitErr, "%v", err)
 		}
