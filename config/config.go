@@ -255,6 +255,15 @@ func Parse(b []byte, name string) (*Config, error) {
 		if errors.Is(err, io.EOF) {
 			return nil, fmt.Errorf("%w: %s: empty file", ErrBadConfig, name)
 		}
+		var se *scalarError
+		if errors.As(err, &se) {
+			var root yaml.Node
+			if yaml.Unmarshal(b, &root) == nil {
+				if path := pathAt(&root, se.line, se.column); path != "" {
+					return nil, fmt.Errorf("%w: %s: %s: %v", ErrBadConfig, name, path, se)
+				}
+			}
+		}
 		return nil, fmt.Errorf("%w: %s: %v", ErrBadConfig, name, err)
 	}
 	bad := func(field, format string, a ...any) error {
@@ -444,7 +453,10 @@ func Parse(b []byte, name string) (*Config, error) {
 			return nil, bad(field+".data_class", "%q: want cn-beijing-only, cn-domestic or public", q.DataClass)
 		}
 		if !tiers[q.BudgetTier] {
-			return nil, bad(field+".budget_tier", "%q: want base, elastic or emergency", q.BudgetTier)
+			return nil, bad(field+".budget_tier", "%q: want elastic or emergency", q.BudgetTier)
+		}
+		if sluice.Tier(q.BudgetTier) == sluice.TierBase {
+			return nil, bad(field+".budget_tier", "%q: base is the owned pool and is never bought; a queue Sluice buys for is elastic or emergency", q.BudgetTier)
 		}
 		if !workloads[q.Workload] {
 			return nil, bad(field+".workload", "%q: want training, batch-inference or long-lived-inference", q.Workload)
@@ -559,17 +571,82 @@ func (c *Config) Profile(queue string) (sluice.QueueProfile, error) {
 // truncate a float into an int silently).
 type strictInt int
 
-// UnmarshalYAML accepts only a node tagged !!int.
+// wholeRE is a YAML integer written in decimal digits; yaml.v3 tags one too
+// large for int64 as !!float.
+var wholeRE = regexp.MustCompile(`^[-+]?[0-9]+$`)
+
+// UnmarshalYAML accepts only a node tagged !!int that fits an int.
 func (i *strictInt) UnmarshalYAML(n *yaml.Node) error {
+	if n.Kind == yaml.ScalarNode && wholeRE.MatchString(n.Value) && n.ShortTag() != "!!int" {
+		return &scalarError{n.Line, n.Column, fmt.Sprintf("%q: out of range (too large for a whole number)", n.Value)}
+	}
 	if n.Kind != yaml.ScalarNode || n.ShortTag() != "!!int" {
-		return fmt.Errorf("line %d: %q: want a whole number", n.Line, n.Value)
+		return &scalarError{n.Line, n.Column, fmt.Sprintf("%q: want a whole number", n.Value)}
 	}
 	var v int
 	if err := n.Decode(&v); err != nil {
-		return err
+		return &scalarError{n.Line, n.Column, fmt.Sprintf("%q: out of range (too large for a whole number)", n.Value)}
 	}
 	*i = strictInt(v)
 	return nil
+}
+
+// scalarError is a strictInt or strictBool refusal; Parse adds the field
+// path of the node at Line:Column (pathAt) to it.
+type scalarError struct {
+	line, column int
+	msg          string
+}
+
+func (e *scalarError) Error() string { return fmt.Sprintf("line %d: %s", e.line, e.msg) }
+
+// pathAt returns the field path of the scalar at line:column under n, in the
+// form errors use ("queues[train-overseas].max_slots", "providers.vast.max_units",
+// "fx[0].rate"), or "" when no node is there. A sequence item that is a mapping
+// with a queue: key is named by that queue, others by index.
+func pathAt(n *yaml.Node, line, column int) string {
+	var walk func(n *yaml.Node, prefix string) (string, bool)
+	walk = func(n *yaml.Node, prefix string) (string, bool) {
+		if n.Kind != yaml.DocumentNode && n.Line == line && n.Column == column {
+			return prefix, prefix != ""
+		}
+		switch n.Kind {
+		case yaml.DocumentNode:
+			for _, c := range n.Content {
+				if p, ok := walk(c, prefix); ok {
+					return p, true
+				}
+			}
+		case yaml.MappingNode:
+			for k := 0; k+1 < len(n.Content); k += 2 {
+				key, val := n.Content[k], n.Content[k+1]
+				p := key.Value
+				if prefix != "" {
+					p = prefix + "." + key.Value
+				}
+				if got, ok := walk(val, p); ok {
+					return got, true
+				}
+			}
+		case yaml.SequenceNode:
+			for i, c := range n.Content {
+				p := fmt.Sprintf("%s[%d]", prefix, i)
+				if c.Kind == yaml.MappingNode {
+					for k := 0; k+1 < len(c.Content); k += 2 {
+						if c.Content[k].Value == "queue" && c.Content[k+1].Kind == yaml.ScalarNode && queueRE.MatchString(c.Content[k+1].Value) {
+							p = fmt.Sprintf("%s[%s]", prefix, c.Content[k+1].Value)
+						}
+					}
+				}
+				if got, ok := walk(c, p); ok {
+					return got, true
+				}
+			}
+		}
+		return "", false
+	}
+	p, _ := walk(n, "")
+	return p
 }
 
 // strictBool is a YAML boolean that refuses "yes" and other strings.
@@ -578,7 +655,7 @@ type strictBool bool
 // UnmarshalYAML accepts only a node tagged !!bool.
 func (b *strictBool) UnmarshalYAML(n *yaml.Node) error {
 	if n.Kind != yaml.ScalarNode || n.ShortTag() != "!!bool" {
-		return fmt.Errorf("line %d: %q: want true or false", n.Line, n.Value)
+		return &scalarError{n.Line, n.Column, fmt.Sprintf("%q: want true or false", n.Value)}
 	}
 	var v bool
 	if err := n.Decode(&v); err != nil {

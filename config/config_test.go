@@ -98,6 +98,53 @@ func TestParseErrorsNameTheField(t *testing.T) {
 	}
 }
 
+// The exact messages for a base-tier queue and for whole numbers yaml.v3
+// cannot hold (L6, L7): the field path is named, not only the YAML line.
+func TestConfigErrorsExactText(t *testing.T) {
+	base := "billing_currency: USD\n"
+	q := "queues:\n  - queue: q\n    gpu_models: [A100-80GB]\n    gpus_per_slot: 4\n    hours_per_slot: \"4\"\n    max_slots: 2\n    data_class: public\n    budget_tier: elastic\n"
+	for _, tc := range []struct{ name, yaml, want string }{
+		{"base tier", base + strings.Replace(q, "elastic", "base", 1),
+			`bad config: x.yaml: queues[q].budget_tier: "base": base is the owned pool and is never bought; a queue Sluice buys for is elastic or emergency`},
+		{"unknown tier", base + strings.Replace(q, "elastic", "gold", 1),
+			`bad config: x.yaml: queues[q].budget_tier: "gold": want elastic or emergency`},
+		{"max_slots overflow", base + strings.Replace(q, "max_slots: 2", "max_slots: 99999999999999999999", 1),
+			`bad config: x.yaml: queues[q].max_slots: line 7: "99999999999999999999": out of range (too large for a whole number)`},
+		{"negative overflow", base + strings.Replace(q, "gpus_per_slot: 4", "gpus_per_slot: -99999999999999999999", 1),
+			`bad config: x.yaml: queues[q].gpus_per_slot: line 5: "-99999999999999999999": out of range (too large for a whole number)`},
+		{"flow style", base + "queues: [{queue: q2, max_slots: 4.5}]\n",
+			`bad config: x.yaml: queues[q2].max_slots: line 2: "4.5": want a whole number`},
+		{"second queue", base + q + "  - queue: r\n    checkpoint_interval_minutes: 1e30\n",
+			`bad config: x.yaml: queues[r].checkpoint_interval_minutes: line 11: "1e30": want a whole number`},
+		{"provider", base + "providers:\n  vast:\n    max_units: 18446744073709551616\n",
+			`bad config: x.yaml: providers.vast.max_units: line 4: "18446744073709551616": out of range (too large for a whole number)`},
+		{"bool", base + "providers: {runpod: {enabled: \"yes\"}}\n",
+			`bad config: x.yaml: providers.runpod.enabled: line 2: "yes": want true or false`},
+		{"int as mapping", base + "queues: [{queue: q, max_slots: {a: 1}}]\n",
+			`bad config: x.yaml: queues[q].max_slots: line 2: "": want a whole number`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := Parse([]byte(tc.yaml), "x.yaml")
+			if !errors.Is(err, ErrBadConfig) || err.Error() != tc.want {
+				t.Errorf("err = %v\nwant  %s", err, tc.want)
+			}
+		})
+	}
+}
+
+// The example config buys for no base-tier queue (base is the owned pool).
+func TestConfigExampleHasNoBaseQueue(t *testing.T) {
+	c, err := Load("../testdata/sluice.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, p := range c.Queues {
+		if p.Tier == "base" {
+			t.Errorf("queue %s has budget_tier base", name)
+		}
+	}
+}
+
 // FuzzParse: any input either parses into a config whose queues are usable
 // or is refused with ErrBadConfig; it never panics.
 func FuzzParse(f *testing.F) {
