@@ -26,7 +26,7 @@ var clock sluice.Clock = sluice.ClockFunc(time.Now)
 
 // Exit statuses of every subcommand.
 const (
-	exitOK  = 0 // a decision was made, or nothing to do
+	exitOK  = 0 // done: a decision made (or nothing to do), a check passed
 	exitErr = 1 // anything but bad input: a provider, the ledger, a failed check
 	exitBad = 2 // bad input: usage, event or config (stderr names the problem)
 )

@@ -10,16 +10,25 @@ import (
 	"github.com/sluicehq/sluice"
 )
 
-// The drain and reconcile commands in process, with the sandbox provider's
-// state in a file (SLUICE_SANDBOX_STATE) shared by burst, drain and reconcile.
-func TestDrainAndReconcileCommands(t *testing.T) {
-	dir := t.TempDir()
+// burstPlaced places alarm-sns-burst.json's burst in process into a new
+// ledger, with the sandbox provider's state in a file (SLUICE_SANDBOX_STATE)
+// in a new directory; it returns the directory and the ledger path.
+func burstPlaced(t *testing.T) (dir, lp string) {
+	t.Helper()
+	dir = t.TempDir()
 	t.Setenv("SLUICE_SANDBOX_STATE", filepath.Join(dir, "provider.json"))
 	t.Setenv("SLUICE_PLACEMENT", "")
-	lp := filepath.Join(dir, "ledger.db")
+	lp = filepath.Join(dir, "ledger.db")
 	if code, out, errOut := sluiceRun(t, burstArgs(lp, "../../testdata/events/alarm-sns-burst.json")...); code != 0 || !strings.Contains(out, "PLACED") {
 		t.Fatalf("burst: %d\n%s%s", code, out, errOut)
 	}
+	return dir, lp
+}
+
+// The drain and reconcile commands in process, with the sandbox provider's
+// state in a file (SLUICE_SANDBOX_STATE) shared by burst, drain and reconcile.
+func TestDrainAndReconcileCommands(t *testing.T) {
+	_, lp := burstPlaced(t)
 	common := []string{"--config", "../../testdata/sluice.yaml", "--replay", "../../testdata/replay", "--ledger", lp}
 
 	// An ALARM is not drained.
@@ -58,13 +67,7 @@ func TestDrainAndReconcileCommands(t *testing.T) {
 // depth 0 has lasted the window since the alarm's state-change time
 // (11:40:00 + 15m = 11:55:00 on the pinned clock), then drains.
 func TestDrainWaitsForIdleWindow(t *testing.T) {
-	dir := t.TempDir()
-	t.Setenv("SLUICE_SANDBOX_STATE", filepath.Join(dir, "provider.json"))
-	t.Setenv("SLUICE_PLACEMENT", "")
-	lp := filepath.Join(dir, "ledger.db")
-	if code, out, errOut := sluiceRun(t, burstArgs(lp, "../../testdata/events/alarm-sns-burst.json")...); code != 0 || !strings.Contains(out, "PLACED") {
-		t.Fatalf("burst: %d\n%s%s", code, out, errOut)
-	}
+	dir, lp := burstPlaced(t)
 	cfg, err := os.ReadFile("../../testdata/sluice.yaml")
 	if err != nil {
 		t.Fatal(err)
