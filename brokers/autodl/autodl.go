@@ -67,15 +67,7 @@ func (c Config) withDefaults() Config {
 	if c.Cmd == "" {
 		c.Cmd = "sleep infinity"
 	}
-	if c.Tolerance.IsZero() {
-		c.Tolerance = placement.DefaultTolerance
-	}
-	if c.HTTPClient == nil {
-		c.HTTPClient = &http.Client{Timeout: 30 * time.Second}
-	}
-	if c.Now == nil {
-		c.Now = time.Now
-	}
+	c.Tolerance, c.HTTPClient, c.Now = placement.OrTolerance(c.Tolerance), placement.OrHTTPClient(c.HTTPClient), placement.OrNow(c.Now)
 	return c
 }
 

@@ -139,15 +139,10 @@ func (c Config) withDefaults() Config {
 	if c.ImageID == "" {
 		c.ImageID = DefaultImageID
 	}
-	if c.Tolerance.IsZero() {
-		c.Tolerance = placement.DefaultTolerance
-	}
 	if c.RetryMaxAttempts <= 0 {
 		c.RetryMaxAttempts = 1
 	}
-	if c.Now == nil {
-		c.Now = time.Now
-	}
+	c.Tolerance, c.Now = placement.OrTolerance(c.Tolerance), placement.OrNow(c.Now)
 	return c
 }
 

@@ -36,20 +36,16 @@ func aliyunError(w http.ResponseWriter, status int, code, msg string) {
 		"Recommend": "https://api.aliyun.com/troubleshoot?q=" + code})
 }
 
+// aliyunFaults are the answers aliyunFault gives to the faults it is told to make.
+var aliyunFaults = map[string]faultAnswer{
+	Capacity:    {403, "OperationDenied.NoStock", "Sales of this resource are temporarily suspended in the specified region."},
+	Quota:       {403, "QuotaExceed.PostPaidInstance", "Living instances quota exceeded."},
+	Throttle:    {400, "Throttling.User", "Request was denied due to user flow control."},
+	Unavailable: {400, "InvalidSpotStrategy.NotSupported", "The specified SpotStrategy is not supported."},
+}
+
 func aliyunFault(w http.ResponseWriter, kind string) bool {
-	switch kind {
-	case Capacity:
-		aliyunError(w, 403, "OperationDenied.NoStock", "Sales of this resource are temporarily suspended in the specified region.")
-	case Quota:
-		aliyunError(w, 403, "QuotaExceed.PostPaidInstance", "Living instances quota exceeded.")
-	case Throttle:
-		aliyunError(w, 400, "Throttling.User", "Request was denied due to user flow control.")
-	case Unavailable:
-		aliyunError(w, 400, "InvalidSpotStrategy.NotSupported", "The specified SpotStrategy is not supported.")
-	default:
-		return false
-	}
-	return true
+	return answerFault(w, kind, aliyunFaults, aliyunError)
 }
 
 func aliyunTags(q map[string][]string) map[string]string {

@@ -33,20 +33,16 @@ func autodlJSON(w http.ResponseWriter, status int, code, msg string, data any) {
 	_ = json.NewEncoder(w).Encode(map[string]any{"code": code, "msg": msg, "data": data})
 }
 
+// autodlFaults are the answers autodlFault gives to the faults it is told to make.
+var autodlFaults = map[string]faultAnswer{
+	Capacity:    {200, "NoEnoughResource", "库存不足，请稍后再试"},
+	Quota:       {200, "BadRequest", "无当前资源访问权限"},
+	Throttle:    {429, "TooManyRequests", "请求过于频繁"},
+	Unavailable: {200, "FeatureNotAvailable", "该功能暂不可用"},
+}
+
 func autodlFault(w http.ResponseWriter, kind string) bool {
-	switch kind {
-	case Capacity:
-		autodlJSON(w, 200, "NoEnoughResource", "库存不足，请稍后再试", nil)
-	case Quota:
-		autodlJSON(w, 200, "BadRequest", "无当前资源访问权限", nil)
-	case Throttle:
-		autodlJSON(w, 429, "TooManyRequests", "请求过于频繁", nil)
-	case Unavailable:
-		autodlJSON(w, 200, "FeatureNotAvailable", "该功能暂不可用", nil)
-	default:
-		return false
-	}
-	return true
+	return answerFault(w, kind, autodlFaults, func(w http.ResponseWriter, status int, code, msg string) { autodlJSON(w, status, code, msg, nil) })
 }
 
 func (s *Server) serveAutoDL(w http.ResponseWriter, r *http.Request) {

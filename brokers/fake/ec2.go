@@ -236,20 +236,16 @@ func (s *Server) serveEC2(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
+// ec2FaultsError are the answers ec2FaultError gives to the faults it is told to make.
+var ec2FaultsError = map[string]faultAnswer{
+	Capacity:    {500, "InsufficientInstanceCapacity", "We currently do not have sufficient capacity in the Availability Zone you requested."},
+	Quota:       {400, "InstanceLimitExceeded", "You have requested more instances than your current instance limit allows."},
+	Throttle:    {503, "RequestLimitExceeded", "Request limit exceeded."},
+	Unavailable: {400, "Unsupported", "The requested configuration is currently not supported."},
+}
+
 func ec2FaultError(w http.ResponseWriter, kind string) bool {
-	switch kind {
-	case Capacity:
-		ec2Error(w, 500, "InsufficientInstanceCapacity", "We currently do not have sufficient capacity in the Availability Zone you requested.")
-	case Quota:
-		ec2Error(w, 400, "InstanceLimitExceeded", "You have requested more instances than your current instance limit allows.")
-	case Throttle:
-		ec2Error(w, 503, "RequestLimitExceeded", "Request limit exceeded.")
-	case Unavailable:
-		ec2Error(w, 400, "Unsupported", "The requested configuration is currently not supported.")
-	default:
-		return false
-	}
-	return true
+	return answerFault(w, kind, ec2FaultsError, ec2Error)
 }
 
 func (s *Server) ec2Run(w http.ResponseWriter, r *http.Request) {

@@ -468,3 +468,22 @@ func (s *Server) Save() {
 
 // DefaultStatePath is a state file under dir.
 func DefaultStatePath(dir string) string { return filepath.Join(dir, "fakeproviders.json") }
+
+// faultAnswer is a provider's error answer to one fault kind (Capacity,
+// Quota, Throttle, Unavailable): the HTTP status, the provider's error code
+// and message, as the provider's API documents or was seen to send them.
+type faultAnswer struct {
+	status    int
+	code, msg string
+}
+
+// answerFault writes answers[kind] with write (the provider's error
+// format) and reports whether kind had an answer: the other kinds (timeouts,
+// a price read back) are the caller's to act out.
+func answerFault(w http.ResponseWriter, kind string, answers map[string]faultAnswer, write func(w http.ResponseWriter, status int, code, msg string)) bool {
+	a, ok := answers[kind]
+	if ok {
+		write(w, a.status, a.code, a.msg)
+	}
+	return ok
+}

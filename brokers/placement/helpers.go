@@ -9,6 +9,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/shopspring/decimal"
+
 	"github.com/sluicehq/sluice"
 	"github.com/sluicehq/sluice/brokers/bid"
 	"github.com/sluicehq/sluice/brokers/billing"
@@ -189,4 +191,33 @@ func Bearer(key string) string {
 		return ""
 	}
 	return "Bearer " + key
+}
+
+// Config defaults every adapter shares (each adapter's withDefaults).
+
+// DefaultHTTPTimeout bounds one HTTP call of an adapter's default client.
+const DefaultHTTPTimeout = 30 * time.Second
+
+// OrTolerance is tol, or DefaultTolerance when tol is zero (unset).
+func OrTolerance(tol decimal.Decimal) decimal.Decimal {
+	if tol.IsZero() {
+		return DefaultTolerance
+	}
+	return tol
+}
+
+// OrHTTPClient is hc, or a new client with DefaultHTTPTimeout when nil.
+func OrHTTPClient(hc *http.Client) *http.Client {
+	if hc == nil {
+		return &http.Client{Timeout: DefaultHTTPTimeout}
+	}
+	return hc
+}
+
+// OrNow is now, or time.Now when nil.
+func OrNow(now func() time.Time) func() time.Time {
+	if now == nil {
+		return time.Now
+	}
+	return now
 }

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/shopspring/decimal"
 	"github.com/sluicehq/sluice"
 	"github.com/sluicehq/sluice/brokers/bid"
 )
@@ -164,5 +165,19 @@ func TestCallJSON(t *testing.T) {
 	hs.Close()
 	if _, err := CallJSON(context.Background(), hs.Client(), "vast", "op", http.MethodGet, hs.URL, "", nil); !errors.Is(err, sluice.ErrTransient) {
 		t.Fatalf("no answer: %v", err)
+	}
+}
+
+func TestConfigDefaults(t *testing.T) {
+	if OrTolerance(decimal.Zero).String() != "0.02" || OrTolerance(decimal.RequireFromString("0.05")).String() != "0.05" {
+		t.Fatal("tolerance default")
+	}
+	hc := &http.Client{}
+	if OrHTTPClient(nil).Timeout != 30*time.Second || OrHTTPClient(hc) != hc {
+		t.Fatal("http client default")
+	}
+	fixed := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+	if !OrNow(func() time.Time { return fixed })().Equal(fixed) || OrNow(nil)().IsZero() {
+		t.Fatal("now default")
 	}
 }
