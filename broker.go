@@ -104,6 +104,10 @@ type Release struct {
 type OpenPlacement struct {
 	Placement
 	ReleaseState string `json:"release_state"`
+	// ReleaseReason is the reason of the latest release step (for example
+	// ReleasePriceMismatch on a pending step), "" when none was made. A
+	// retried pending release keeps it (Drainer.release).
+	ReleaseReason string `json:"release_reason,omitempty"`
 }
 
 // ReleaseLedger is the ledger as drain and reconcile use it.

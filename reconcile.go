@@ -125,6 +125,8 @@ func (c *Reconciler) Reconcile(ctx context.Context) (ReconcileReport, error) {
 			known[op.Provider+"\x00"+id] = true
 		}
 		if op.ReleaseState == ReleasePending {
+			// The retry keeps the pending step's reason (op.ReleaseReason);
+			// ReleaseDrain only when the ledger gave none.
 			r, err := d.release(ctx, op, ReleaseDrain, "")
 			switch {
 			case errors.Is(err, ErrReleasePending):

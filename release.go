@@ -204,10 +204,17 @@ func (d *Drainer) cost(ctx context.Context, p Placement, end time.Time) (Money, 
 // It returns the last step; an unconfirmed terminate returns the pending
 // step and an error wrapping ErrReleasePending. An orphan (DecisionID "")
 // has no placement record and is recorded by its external ids. With a nil
-// Ledger nothing is recorded.
+// Ledger nothing is recorded. A retried pending release (op.ReleaseState
+// ReleasePending) keeps op.ReleaseReason when the ledger gave one; reason is
+// then only the fallback.
 func (d *Drainer) release(ctx context.Context, op OpenPlacement, reason, note string) (Release, error) {
 	p := op.Placement
 	now := d.now()
+	if op.ReleaseState == ReleasePending && op.ReleaseReason != "" {
+		// A retried pending release keeps the reason its pending step
+		// recorded (price-mismatch, policy-refused, ...), not the caller's.
+		reason = op.ReleaseReason
+	}
 	r := Release{Kind: "release", DecisionID: p.DecisionID, Line: p.Line, Queue: p.Queue, Provider: p.Provider,
 		ExternalIDs: p.ExternalIDs, State: ReleasePending, Reason: reason, Slots: p.Slots, RequestedAt: now, At: now, Error: note}
 	if p.DecisionID == "" {

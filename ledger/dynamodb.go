@@ -830,7 +830,9 @@ func openKey(queue, placementID string) string { return queue + "#" + placementI
 
 // OpenPlacements returns the successful placements of queue ("" = every
 // queue) with no released or lost step, ReleaseState pending when a release
-// was asked for, in SQLite's order (OpenPlacementsFromRecords). It reads the
+// was asked for and ReleaseReason the reason of the latest release step (the
+// item's pending_seq, rewritten on every pending step), in SQLite's order
+// (OpenPlacementsFromRecords). It reads the
 // open-placement items (pk "open", written and deleted in the placement's
 // and the final release's transactions) and the records they name, not the
 // whole chain.

@@ -103,13 +103,17 @@ func (s *SQLite) AppendRelease(ctx context.Context, r sluice.Release) error {
 }
 
 // openPlacementsSQL selects the successful placements of one queue ("" =
-// every queue) with the lines and billing currency of their decision, and the
-// states of their release records.
+// every queue) with the lines and billing currency of their decision, the
+// states of their release records and the reason of the latest one.
 const openPlacementsSQL = `
 SELECT p.body, json_extract(d.body, '$.lines'), json_extract(d.body, '$.billing_currency'),
        (SELECT group_concat(json_extract(r.body, '$.state'), ',') FROM records r
          WHERE r.kind = 'release' AND r.decision_id = p.decision_id
-           AND json_extract(r.body, '$.line') = json_extract(p.body, '$.placement.line'))
+           AND json_extract(r.body, '$.line') = json_extract(p.body, '$.placement.line')),
+       (SELECT json_extract(r.body, '$.reason') FROM records r
+         WHERE r.kind = 'release' AND r.decision_id = p.decision_id
+           AND json_extract(r.body, '$.line') = json_extract(p.body, '$.placement.line')
+         ORDER BY r.seq DESC LIMIT 1)
 FROM records p JOIN records d ON d.record_id = p.decision_id AND d.kind = 'decision'
 WHERE p.kind = 'placement'
   AND COALESCE(json_extract(p.body, '$.placement.error'), '') = ''
@@ -118,7 +122,8 @@ ORDER BY p.seq`
 
 // OpenPlacements returns the successful placements of queue ("" = every
 // queue) that have no released or lost record, with ReleaseState
-// sluice.ReleasePending when a release was asked for and not confirmed.
+// sluice.ReleasePending when a release was asked for and not confirmed, and
+// ReleaseReason the reason of the latest release record (by seq).
 //
 // Order: most expensive first by hourly burn, Price × Units, converted to the
 // decision's billing currency with the FX rate recorded on the placement's
@@ -140,15 +145,15 @@ func (s *SQLite) OpenPlacements(ctx context.Context, queue string) ([]sluice.Ope
 	var out []ranked
 	for rows.Next() {
 		var body string
-		var lines, billing, states sql.NullString
-		if err := rows.Scan(&body, &lines, &billing, &states); err != nil {
+		var lines, billing, states, reason sql.NullString
+		if err := rows.Scan(&body, &lines, &billing, &states, &reason); err != nil {
 			return nil, fmt.Errorf("ledger: open placements %q: %w", queue, err)
 		}
 		var pr PlacementRecord
 		if err := json.Unmarshal([]byte(body), &pr); err != nil {
 			return nil, fmt.Errorf("ledger: open placements %q: decode placement: %w", queue, err)
 		}
-		op := sluice.OpenPlacement{Placement: pr.Placement}
+		op := sluice.OpenPlacement{Placement: pr.Placement, ReleaseReason: reason.String}
 		final := false
 		for _, st := range strings.Split(states.String, ",") {
 			switch st {

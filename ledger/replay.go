@@ -108,7 +108,8 @@ func LiveSlotsFromRecords(recs []Stored) (map[string]int, error) {
 
 // OpenPlacementsFromRecords lists the successful placements of queue ("" =
 // every queue) with no released or lost step, ReleaseState
-// sluice.ReleasePending when a release was asked for, in SQLite's order:
+// sluice.ReleasePending when a release was asked for, ReleaseReason the
+// reason of the latest release step, in SQLite's order:
 // hourly burn (Price × Units converted to the decision's billing currency
 // with the line's recorded FX rate, division rounded half away from zero to
 // sluice.FXScale places, for ordering only) descending, unconvertible last,
@@ -174,6 +175,7 @@ func OpenPlacementsFromRecords(recs []Stored, queue string) ([]sluice.OpenPlacem
 			case sluice.ReleasePending:
 				open[i].op.ReleaseState = sluice.ReleasePending
 			}
+			open[i].op.ReleaseReason = rel.Reason
 		}
 	}
 	var out []ranked
