@@ -100,6 +100,9 @@ func checkAlarmARNAt(src, field, arn string) (string, error) {
 	if i, r := firstRune(arn, invisible); i >= 0 {
 		return "", bad(src, field, arn, fmt.Sprintf("%U at byte %d: control, whitespace or format character", r, i))
 	}
+	if i := replacementAt(arn); i >= 0 {
+		return "", bad(src, field, arn, fmt.Sprintf(invalidUTF8, i))
+	}
 	m := alarmARN.FindStringSubmatch(arn)
 	if m == nil {
 		return "", bad(src, field, arn, "not a CloudWatch alarm ARN (arn:<partition>:cloudwatch:<region>:<12-digit account>:alarm:<name>)")
@@ -117,7 +120,8 @@ func checkAlarmARNAt(src, field, arn string) (string, error) {
 
 // checkAlarmName refuses an AlarmName that is blank, longer than CloudWatch's
 // 255 characters, or carries a control character (a terminal escape such as
-// ESC, a newline), a format (Cf) character or a line/paragraph separator.
+// ESC, a newline), a format (Cf) character, a line/paragraph separator or
+// invalid UTF-8 (U+FFFD; see replacementAt).
 // Spaces are allowed: CloudWatch allows them in alarm names.
 func checkAlarmName(src, name string) error { return checkAlarmNameAt(src, "AlarmName", name) }
 
@@ -134,8 +138,23 @@ func checkAlarmNameAt(src, field, name string) error {
 	}); i >= 0 {
 		return bad(src, field, name, fmt.Sprintf("%U at byte %d: control or format character", r, i))
 	}
+	if i := replacementAt(name); i >= 0 {
+		return bad(src, field, name, fmt.Sprintf(invalidUTF8, i))
+	}
 	return nil
 }
+
+// invalidUTF8 is the refusal of a kept string holding U+FFFD (see
+// replacementAt); its verb is the byte index.
+const invalidUTF8 = "U+FFFD at byte %d: invalid UTF-8 (sent as invalid bytes or as the replacement character)"
+
+// replacementAt returns the byte index of the first U+FFFD in s, or -1.
+// encoding/json decodes each invalid UTF-8 byte in a string to U+FFFD, so a
+// string the parser keeps (AlarmName, the alarm ARN) is refused when it
+// holds one: the bytes sent are lost, and two different names would become
+// the same text. A literal U+FFFD (JSON "\ufffd") is refused too: it cannot be
+// told apart after decoding, and no real alarm name carries it.
+func replacementAt(s string) int { return strings.IndexRune(s, utf8.RuneError) }
 
 // sqsQueueName matches an SQS queue name: up to 80 alphanumerics, hyphens and
 // underscores, a FIFO queue's ending in ".fifo" (SQS CreateQueue, QueueName).
@@ -310,15 +329,21 @@ var decimalText = regexp.MustCompile(`^[-+]?[0-9]{1,40}(\.[0-9]{1,40})?([eE][-+]
 // parsed as a decimal and rounded up (a depth counts messages, and 41.5 means
 // at least 42 were there). ok=false when the reason quotes no datapoint.
 func reasonDepth(src, field, reason string) (depth int, ok bool, err error) {
+	depth, _, ok, err = reasonDatapoint(src, field, reason)
+	return depth, ok, err
+}
+
+// reasonDatapoint is [reasonDepth] that also returns the datapoint's text.
+func reasonDatapoint(src, field, reason string) (depth int, text string, ok bool, err error) {
 	m := firstDatapoint.FindStringSubmatch(reason)
 	if m == nil {
-		return 0, false, nil
+		return 0, "", false, nil
 	}
 	d, err := datapoint(src, field, m[1])
 	if err != nil {
-		return 0, false, err
+		return 0, "", false, err
 	}
-	return d, true, nil
+	return d, m[1], true, nil
 }
 
 // datapoint turns one datapoint's text (as CloudWatch prints a double:

@@ -226,9 +226,21 @@ func alarmDataTrigger(src, delivery string, f fields, arn, region string, d *Ala
 	if tr.Queue, err = configQueue(src, f.metrics, d.Configuration.Metrics); err != nil {
 		return tr, err
 	}
-	depth, ok, err := reasonDataDepth(src, f.reasonData, d.State.ReasonData)
-	if err == nil && !ok {
+	depth, dpField, dpText, ok, err := reasonDataDepth(src, f.reasonData, d.State.ReasonData)
+	switch {
+	case err == nil && !ok:
 		depth, ok, err = reasonDepth(src, f.reason, d.State.Reason)
+	case err == nil:
+		// Both carry the newest datapoint: refuse an event where they differ
+		// (see the package doc, "Depth").
+		rdepth, rtext, rok, rerr := reasonDatapoint(src, f.reason, d.State.Reason)
+		if rerr != nil {
+			err = rerr
+		} else if rok && rdepth != depth {
+			err = &ParseError{Source: src, Field: dpField, Value: dpText, Err: fmt.Errorf(
+				"depth %d disagrees with %s, whose first datapoint is %q (depth %d): refused rather than guess which is right",
+				depth, f.reason, rtext, rdepth)}
+		}
 	}
 	switch {
 	case err != nil:
@@ -275,46 +287,48 @@ func configQueue(src, field string, ms []AlarmMetric) (string, error) {
 // reasonDataDepth reads the depth from a state's reasonData: the value of the
 // latest evaluated datapoint that has one, else the last (newest) of
 // recentDatapoints, rounded up like any datapoint. ok=false when reasonData
-// is empty or holds no value.
-func reasonDataDepth(src, field, text string) (depth int, ok bool, err error) {
+// is empty or holds no value. dpField and dpText are the wire path and text
+// of the datapoint used.
+func reasonDataDepth(src, field, text string) (depth int, dpField, dpText string, ok bool, err error) {
 	if strings.TrimSpace(text) == "" {
-		return 0, false, nil
+		return 0, "", "", false, nil
 	}
 	if !json.Valid([]byte(text)) {
-		return 0, false, bad(src, field, text, "not JSON")
+		return 0, "", "", false, bad(src, field, text, "not JSON")
 	}
 	if err := checkStrictJSON([]byte(text)); err != nil {
-		return 0, false, &ParseError{Source: src, Field: field, Err: err}
+		return 0, "", "", false, &ParseError{Source: src, Field: field, Err: err}
 	}
 	var rd ReasonData
 	if err := json.Unmarshal([]byte(text), &rd); err != nil {
-		return 0, false, &ParseError{Source: src, Field: field, Err: fmt.Errorf("not alarm reason data: %w", err)}
+		return 0, "", "", false, &ParseError{Source: src, Field: field, Err: fmt.Errorf("not alarm reason data: %w", err)}
 	}
 	var latest time.Time
 	var value string
+	f := field + ".evaluatedDatapoints"
 	for i, e := range rd.EvaluatedDatapoints {
 		if e.Value == nil {
 			continue
 		}
 		ts, err := stateChangeTime(src, fmt.Sprintf("%s.evaluatedDatapoints[%d].timestamp", field, i), e.Timestamp)
 		if err != nil {
-			return 0, false, err
+			return 0, "", "", false, err
 		}
 		if value == "" || ts.After(latest) {
 			latest, value = ts, e.Value.String()
+			f = fmt.Sprintf("%s.evaluatedDatapoints[%d].value", field, i)
 		}
 	}
-	f := field + ".evaluatedDatapoints"
 	if value == "" {
 		if len(rd.RecentDatapoints) == 0 {
-			return 0, false, nil
+			return 0, "", "", false, nil
 		}
 		value = rd.RecentDatapoints[len(rd.RecentDatapoints)-1].String()
 		f = fmt.Sprintf("%s.recentDatapoints[%d]", field, len(rd.RecentDatapoints)-1)
 	}
 	d, err := datapoint(src, f, value)
 	if err != nil {
-		return 0, false, err
+		return 0, "", "", false, err
 	}
-	return d, true, nil
+	return d, f, value, true, nil
 }

@@ -254,21 +254,33 @@ func TestEventBridgeAndActionRefused(t *testing.T) {
 }
 
 func TestReasonDataDepth(t *testing.T) {
-	rd := func(s string) []byte {
-		return editJSON(t, "alarm-eventbridge-burst.json", func(v map[string]any) { obj(v, "detail", "state")["reasonData"] = s })
+	// rd sets reasonData and, unless reason is "", the reason text (whose
+	// first datapoint must agree with reasonData's; see TestDatapointsDisagree).
+	rd := func(s, reason string) []byte {
+		return editJSON(t, "alarm-eventbridge-burst.json", func(v map[string]any) {
+			obj(v, "detail", "state")["reasonData"] = s
+			if reason != "" {
+				obj(v, "detail", "state")["reason"] = reason
+			}
+		})
 	}
+	const noDatapoint = "Threshold Crossed: no datapoints were received for 1 period and 1 missing datapoint was treated as [Breaching]."
 	cases := []struct {
 		name string
 		raw  []byte
 		want int
 	}{
-		{"newest recent datapoint is the last", rd(`{"version":"1.0","recentDatapoints":[3.0,7.2]}`), 8},
-		{"evaluated datapoints win, newest by timestamp", rd(`{"version":"1.0","recentDatapoints":[3.0,7.0],"evaluatedDatapoints":[` +
-			`{"timestamp":"2026-11-29T10:03:00.000+0000","value":9.0},{"timestamp":"2026-11-29T10:04:00.000+0000","sampleCount":1.0,"value":5.0},` +
-			`{"timestamp":"2026-11-29T10:05:00.000+0000"}]}`), 5},
-		{"empty reasonData falls back to the reason text (42.0)", rd(""), 42},
-		{"no values in reasonData falls back to the reason text", rd(`{"version":"1.0","recentDatapoints":[]}`), 42},
-		{"E-notation", rd(`{"version":"1.0","recentDatapoints":[1.5E3]}`), 1500},
+		{"newest recent datapoint is the last", rd(`{"version":"1.0","recentDatapoints":[3.0,7.2]}`,
+			"Threshold Crossed: 2 out of the last 2 datapoints [7.2 (29/11/26 10:05:00), 3.0 (29/11/26 10:04:00)] were greater than the threshold."), 8},
+		{"evaluated datapoints win, newest by timestamp", rd(`{"version":"1.0","recentDatapoints":[3.0,7.0],"evaluatedDatapoints":[`+
+			`{"timestamp":"2026-11-29T10:03:00.000+0000","value":9.0},{"timestamp":"2026-11-29T10:04:00.000+0000","sampleCount":1.0,"value":5.0},`+
+			`{"timestamp":"2026-11-29T10:05:00.000+0000"}]}`, "Threshold Crossed: 2 out of the last 3 datapoints [5.0 (29/11/26 10:04:00), 9.0 (29/11/26 10:03:00)] ..."), 5},
+		{"empty reasonData falls back to the reason text (42.0)", rd("", ""), 42},
+		{"no values in reasonData falls back to the reason text", rd(`{"version":"1.0","recentDatapoints":[]}`, ""), 42},
+		{"E-notation", rd(`{"version":"1.0","recentDatapoints":[1.5E3]}`, "Threshold Crossed: 1 out of the last 1 datapoints [1500.0 (29/11/26 10:05:00)] ..."), 1500},
+		{"same depth written differently (41.2 and 41.9 are both 42 messages)", rd(`{"version":"1.0","recentDatapoints":[41.9]}`,
+			"Threshold Crossed: 1 out of the last 1 datapoints [41.2 (29/11/26 10:05:00)] ..."), 42},
+		{"reason quoting no datapoint: reasonData alone", rd(`{"version":"1.0","recentDatapoints":[7.0]}`, noDatapoint), 7},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

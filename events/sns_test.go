@@ -118,6 +118,8 @@ var badFiles = map[string]string{
 	"age-metric.json":           `sns record 0: Trigger.MetricName "ApproximateAgeOfOldestMessage": an age in seconds, not a queue depth`,
 	"two-queue-dimensions.json": `sns record 0: Trigger.Dimensions "train-beijing": second QueueName dimension (the first names "train-overseas")`,
 	"alarm-name-escape.json":    `sns record 0: AlarmName "\x1b[2J\x1b[1;31msluice-train-overseas-depth": U+001B at byte 0: control or format character`,
+	"alarm-name-invalid-utf8.json": "sns record 0: AlarmName \"sluice-\ufffd\ufffd-depth\": U+FFFD at byte 7: invalid UTF-8 " +
+		`(sent as invalid bytes or as the replacement character)`,
 }
 
 func TestGoodFiles(t *testing.T) {
