@@ -627,3 +627,33 @@ func TestPolicyDecides(t *testing.T) {
 		}
 	}
 }
+
+// TestBadTraceExactText pins the whole message for a team or job id that
+// would forge table or CSV rows, and for a span beyond what a time.Duration
+// holds (it printed as the saturated 2562047h47m16.854775807s).
+func TestBadTraceExactText(t *testing.T) {
+	head := "submit,job,gpus,hours,checkpointable,data_class,tier,team\n"
+	row := "2026-12-01T00:00:00Z,j,1,1,true,public,base,"
+	for _, c := range []struct{ name, body, want string }{
+		{"team with a newline", head + row + "\"x\ny\"\n", `trace x.csv: line 2: team "x\ny": U+000A at byte 1: control or format character`},
+		{"team with a terminal escape", head + "# c\n" + row + "\x1b[31mred\n", `trace x.csv: line 3: team "\x1b[31mred": U+001B at byte 0: control or format character`},
+		{"team with a zero-width space", head + row + "ml\u200bops\n", `trace x.csv: line 2: team "ml\u200bops": U+200B at byte 2: control or format character`},
+		{"team with invalid UTF-8", head + row + "ml\xffops\n", `trace x.csv: line 2: team "ml\xffops": invalid UTF-8`},
+		{"job id with a carriage return", head + "2026-12-01T00:00:00Z,\"j\r\",1,1,true,public,base,t\n", `trace x.csv: line 2: job "j\r": U+000D at byte 1: control or format character`},
+		{"span 0001 to 9999", head + "0001-01-01T00:00:00Z,a,1,1,true,public,base,t\n9999-12-31T23:59:00Z,b,1,1,true,public,base,t\n",
+			"trace x.csv: submits span 3652058d 23h 59m (0001-01-01T00:00:00Z → 9999-12-31T23:59:00Z): at most 366d 0h 0m"},
+		{"span a minute too long", head + "2026-12-01T00:00:00Z,a,1,1,true,public,base,t\n2027-12-02T00:01:00Z,b,1,1,true,public,base,t\n",
+			"trace x.csv: submits span 366d 0h 1m (2026-12-01T00:00:00Z → 2027-12-02T00:01:00Z): at most 366d 0h 0m"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			_, err := sim.ParseTrace(strings.NewReader(c.body), "x.csv")
+			if err == nil || err.Error() != c.want {
+				t.Errorf("error %v\nwant  %s", err, c.want)
+			}
+		})
+	}
+	// A span of exactly 366 days, and a team with spaces and non-ASCII letters, are fine.
+	if _, err := sim.ParseTrace(strings.NewReader(head+row+"ML 训练\n2027-12-02T00:00:00Z,k,1,1,true,public,base,t\n"), "x.csv"); err != nil {
+		t.Errorf("366-day trace: %v", err)
+	}
+}

@@ -16,6 +16,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/shopspring/decimal"
 
@@ -93,6 +95,9 @@ func ParseTrace(r io.Reader, name string) ([]Job, error) {
 		if j.ID = rec[1]; j.ID == "" || seen[j.ID] {
 			return nil, bad("job", "empty or repeated job id")
 		}
+		if why := badText(j.ID); why != "" {
+			return nil, bad("job", "%s", why)
+		}
 		seen[j.ID] = true
 		g, err := strconv.Atoi(rec[2])
 		if err != nil || g < 1 || g > maxJobGPUs {
@@ -130,6 +135,9 @@ func ParseTrace(r io.Reader, name string) ([]Job, error) {
 		if j.Team = rec[7]; j.Team == "" {
 			return nil, bad("team", "empty")
 		}
+		if why := badText(j.Team); why != "" {
+			return nil, bad("team", "%s", why)
+		}
 		jobs = append(jobs, j)
 	}
 	if len(jobs) == 0 {
@@ -138,9 +146,33 @@ func ParseTrace(r io.Reader, name string) ([]Job, error) {
 	slices.SortStableFunc(jobs, func(a, b Job) int {
 		return cmp.Or(a.Submit.Compare(b.Submit), cmp.Compare(a.ID, b.ID))
 	})
-	if span := jobs[len(jobs)-1].Submit.Sub(jobs[0].Submit); span > maxTraceSpan {
-		return nil, fmt.Errorf("trace %s: submits span %s (%s → %s): at most %s", name, span,
-			jobs[0].Submit.Format(time.RFC3339), jobs[len(jobs)-1].Submit.Format(time.RFC3339), maxTraceSpan)
+	first, last := jobs[0].Submit, jobs[len(jobs)-1].Submit
+	if last.After(first.Add(maxTraceSpan)) {
+		return nil, fmt.Errorf("trace %s: submits span %s (%s → %s): at most %s", name, spanText(first, last),
+			first.Format(time.RFC3339), last.Format(time.RFC3339), spanText(first, first.Add(maxTraceSpan)))
 	}
 	return jobs, nil
+}
+
+// spanText prints the time from a to b (a ≤ b) as days, hours and minutes,
+// "3652058d 23h 59m". It counts Unix seconds, so it stays right where a
+// time.Duration saturates (beyond about 292 years).
+func spanText(a, b time.Time) string {
+	s := b.Unix() - a.Unix()
+	return fmt.Sprintf("%dd %dh %dm", s/86400, s%86400/3600, s%3600/60)
+}
+
+// badText says why a job id or team, printed in tables and CSV, is refused:
+// invalid UTF-8, or a control, format (Cf) or line/paragraph-separator
+// character (a newline would forge a row); "" when it is fine.
+func badText(s string) string {
+	if !utf8.ValidString(s) {
+		return "invalid UTF-8"
+	}
+	for i, r := range s {
+		if unicode.IsControl(r) || unicode.In(r, unicode.Cf, unicode.Zl, unicode.Zp) {
+			return fmt.Sprintf("%U at byte %d: control or format character", r, i)
+		}
+	}
+	return ""
 }

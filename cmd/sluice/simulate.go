@@ -75,9 +75,14 @@ func simulate(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	if *format != "table" && *format != "csv" && *format != "svg" {
 		return fail(2, "--format %q: want table, csv or svg", *format)
 	}
-	sizes, err := poolSizes(*fixed, *sweep)
+	fixedSet := false
+	fs.Visit(func(f *flag.Flag) { fixedSet = fixedSet || f.Name == "fixed-gpus" })
+	sizes, err := poolSizes(*fixed, fixedSet, *sweep)
 	if err != nil {
 		return fail(2, "%v", err)
+	}
+	if *waitTarget < 0 {
+		return fail(2, "--wait-target %s: negative (want a p95 queue wait ≥ 0)", *waitTarget)
 	}
 	if len(strategies) == 0 {
 		strategies = sim.Strategies
@@ -169,15 +174,26 @@ func strategyNames() string {
 	return strings.Join(names, ", ")
 }
 
-// poolSizes reads --fixed-gpus or --sweep A:B:STEP.
-func poolSizes(fixed int, sweep string) ([]int, error) {
+// maxPoolGPUs bounds an owned-pool size: beyond it a size is a typo, not a
+// plan (and its cost figures stop meaning anything).
+const maxPoolGPUs = 1_000_000
+
+// poolSizes reads --fixed-gpus (fixedSet: given on the command line) or
+// --sweep A:B:STEP; every size is in 0..maxPoolGPUs.
+func poolSizes(fixed int, fixedSet bool, sweep string) ([]int, error) {
+	if fixedSet && fixed < 0 {
+		return nil, fmt.Errorf("--fixed-gpus %d: negative (want a whole number of GPUs in 0..%d)", fixed, maxPoolGPUs)
+	}
+	if fixedSet && fixed > maxPoolGPUs {
+		return nil, fmt.Errorf("--fixed-gpus %d: more than %d GPUs (want 0..%d)", fixed, maxPoolGPUs, maxPoolGPUs)
+	}
 	if sweep == "" {
-		if fixed < 0 {
+		if !fixedSet {
 			return nil, errors.New("one of --fixed-gpus N or --sweep A:B:STEP is required")
 		}
 		return []int{fixed}, nil
 	}
-	if fixed >= 0 {
+	if fixedSet {
 		return nil, errors.New("--fixed-gpus and --sweep exclude each other")
 	}
 	parts := strings.Split(sweep, ":")
@@ -191,6 +207,9 @@ func poolSizes(fixed int, sweep string) ([]int, error) {
 			return nil, fmt.Errorf("--sweep %q: %q is not a whole number ≥ 0", sweep, p)
 		}
 		v[i] = n
+	}
+	if v[1] > maxPoolGPUs {
+		return nil, fmt.Errorf("--sweep %q: B %d is more than %d GPUs", sweep, v[1], maxPoolGPUs)
 	}
 	if v[2] == 0 || v[1] < v[0] || (v[1]-v[0])/v[2] > 200 {
 		return nil, fmt.Errorf("--sweep %q: want A ≤ B, STEP > 0 and at most 200 sizes", sweep)

@@ -2,6 +2,7 @@ package main
 
 import (
 	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -109,5 +110,58 @@ func TestSimulateBreakeven(t *testing.T) {
 	code, _, errs = sluiceRun(t, "simulate", "breakeven", "--gpu-month-cost", "x", "--elastic-price", "2")
 	if code != 2 || !strings.Contains(errs, "--gpu-month-cost") {
 		t.Errorf("bad cost: exit %d, %s", code, errs)
+	}
+}
+
+// TestSimulateBadFlagsExactText pins the whole stderr line for flags and
+// traces that were accepted or mis-reported (negative or absurd pool sizes,
+// a negative wait target, a saturated trace span, a team forging a row).
+func TestSimulateBadFlagsExactText(t *testing.T) {
+	dir := t.TempDir()
+	trace := func(name, body string) string {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, []byte("submit,job,gpus,hours,checkpointable,data_class,tier,team\n"+body), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	newline := trace("newline.csv", "2026-12-01T00:00:00Z,j,1,1,true,public,base,\"x\ny\"\n")
+	span := trace("span.csv", "0001-01-01T00:00:00Z,a,1,1,true,public,base,t\n9999-12-31T23:59:00Z,b,1,1,true,public,base,t\n")
+	weekend := func(extra ...string) []string { return simArgs("weekend.csv", simDir+"prices-weekend", extra...) }
+	withTrace := func(p string) []string {
+		return []string{"simulate", "--trace", p, "--config", "../../testdata/sluice.yaml", "--prices", simDir + "prices-weekend", "--fixed-gpus", "8"}
+	}
+	for _, c := range []struct {
+		name string
+		args []string
+		want string // the whole stderr
+	}{
+		{"negative --fixed-gpus", weekend("--fixed-gpus", "-5"),
+			"sluice simulate: --fixed-gpus -5: negative (want a whole number of GPUs in 0..1000000)\n"},
+		{"--fixed-gpus -1 (the old sentinel)", weekend("--fixed-gpus", "-1"),
+			"sluice simulate: --fixed-gpus -1: negative (want a whole number of GPUs in 0..1000000)\n"},
+		{"absurd --fixed-gpus", weekend("--fixed-gpus", "99999999999"),
+			"sluice simulate: --fixed-gpus 99999999999: more than 1000000 GPUs (want 0..1000000)\n"},
+		{"absurd --sweep", weekend("--sweep", "0:99999999999:1000"),
+			"sluice simulate: --sweep \"0:99999999999:1000\": B 99999999999 is more than 1000000 GPUs\n"},
+		{"neither", weekend(),
+			"sluice simulate: one of --fixed-gpus N or --sweep A:B:STEP is required\n"},
+		{"negative --wait-target", weekend("--sweep", "0:8:4", "--wait-target", "-1h"),
+			"sluice simulate: --wait-target -1h0m0s: negative (want a p95 queue wait ≥ 0)\n"},
+		{"team with a newline", withTrace(newline),
+			"sluice simulate: trace " + newline + ": line 2: team \"x\\ny\": U+000A at byte 1: control or format character\n"},
+		{"span beyond a time.Duration", withTrace(span),
+			"sluice simulate: trace " + span + ": submits span 3652058d 23h 59m (0001-01-01T00:00:00Z → 9999-12-31T23:59:00Z): at most 366d 0h 0m\n"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			code, out, errs := sluiceRun(t, c.args...)
+			if code != 2 || errs != c.want || out != "" {
+				t.Errorf("exit %d, stdout %q, stderr\n  %q\nwant exit 2 and\n  %q", code, out, errs, c.want)
+			}
+		})
+	}
+	// --fixed-gpus 0 (no owned pool) is valid.
+	if code, _, errs := sluiceRun(t, weekend("--fixed-gpus", "0", "--strategy", "on-demand")...); code != 0 {
+		t.Errorf("--fixed-gpus 0: exit %d: %s", code, errs)
 	}
 }
