@@ -66,13 +66,16 @@ type FOCUSOptions struct {
 	BillingAccountID, BillingAccountName string
 }
 
-// WriteFOCUS writes one FOCUS row per plan line that was bought or is
-// planned (failed lines cost nothing and have no row) whose charge period
-// starts in [from, to), in chain order, as CSV with FOCUSColumns. It returns
-// the number of rows.
+// WriteFOCUS writes the FOCUS rows of every plan line that was bought or is
+// planned (failed lines cost nothing and have no row), in chain order, as
+// CSV with FOCUSColumns. A line whose charge period runs across the end of a
+// UTC month is split into one row per month (splitByMonth: FOCUS wants each
+// row's charge period inside its billing period); a row (or part) is written
+// when its ChargePeriodStart is in [from, to), so consecutive ranges never
+// count a part twice. It returns the number of rows written.
 //
-// Row rules: ChargePeriod = LineState.Start–End; BillingPeriod = the UTC
-// calendar month of ChargePeriodStart; BilledCost = EffectiveCost =
+// Row rules: ChargePeriod = LineState.Start–End (of the part, when split);
+// BillingPeriod = the UTC calendar month of ChargePeriodStart; BilledCost = EffectiveCost =
 // LineState.Billed (what the provider bills: the projection, or the accrued
 // cost at its billing granularity); PricingUnit "Hours" of one unit (an
 // instance, a pod, a Vast offer) and PricingQuantity = units × hours run;
@@ -89,7 +92,7 @@ type FOCUSOptions struct {
 // ";". x_ChargeStatus says whether the cost is projected (planned, open) or
 // accrued (settled). Settled orphan releases (Book.OrphanCosts: instances
 // reconcile terminated with no committed decision) follow the plan lines,
-// one row each, in chain order (orphanRow). Numbers are plain decimals (decimal.String, never an
+// one row each (split at month end like a line), in chain order (orphanRow). Numbers are plain decimals (decimal.String, never an
 // exponent); no currency symbols.
 func WriteFOCUS(w io.Writer, book *Book, from, to time.Time, o FOCUSOptions) (int, error) {
 	if o.BillingAccountID == "" {
@@ -110,29 +113,31 @@ func WriteFOCUS(w io.Writer, book *Book, from, to time.Time, o FOCUSOptions) (in
 			if l.State() == LineFailed {
 				continue
 			}
-			start := l.Start()
-			if start.Before(from) || !start.Before(to) {
+			start, end := l.Start(), l.End()
+			if !overlaps(start, end, from, to) {
 				continue
 			}
-			row, err := focusRow(d, l, deny, o)
+			v, err := focusRow(d, l, deny, o)
 			if err != nil {
 				return rows, &Problem{Seq: d.Seq, RecordID: d.RecordID, Reason: fmt.Sprintf("line %d: %v", l.Index, err)}
 			}
-			if err := cw.Write(row); err != nil {
+			n, err := writeParts(cw, v, start, end, from, to)
+			rows += n
+			if err != nil {
 				return rows, err
 			}
-			rows++
 		}
 	}
 	for _, orph := range book.OrphanCosts {
-		start, _ := orph.chargePeriod()
-		if start.Before(from) || !start.Before(to) {
+		start, end := orph.chargePeriod()
+		if !overlaps(start, end, from, to) {
 			continue
 		}
-		if err := cw.Write(orphanRow(book, orph, o)); err != nil {
+		n, err := writeParts(cw, orphanRow(book, orph, o), start, end, from, to)
+		rows += n
+		if err != nil {
 			return rows, err
 		}
-		rows++
 	}
 	cw.Flush()
 	return rows, cw.Error()
@@ -156,7 +161,7 @@ func (o *Orphan) chargePeriod() (start, end time.Time) {
 // (HoursPlaces); x_DecisionId and x_PlanLine are the tag the instance
 // carried; tier, team and queue are the tagged decision's when the chain
 // holds it; x_ChargeStatus "orphan".
-func orphanRow(book *Book, o *Orphan, opt FOCUSOptions) []string {
+func orphanRow(book *Book, o *Orphan, opt FOCUSOptions) map[string]string {
 	rel := o.Release
 	billing := book.billingOf(o)
 	cost, fx, ok := book.orphanBilled(o, billing)
@@ -206,14 +211,10 @@ func orphanRow(book *Book, o *Orphan, opt FOCUSOptions) []string {
 		"x_ResidencyZone": zone, "x_BudgetTier": tier, "x_Team": team, "x_Queue": queue,
 		"x_ChargeStatus": "orphan", "x_FXRate": fxRate, "x_FXAsOf": fxAsOf, "x_FXSource": fxSource, "x_RecordHash": o.Hash,
 	}
-	row := make([]string, len(FOCUSColumns))
-	for i, c := range FOCUSColumns {
-		row[i] = v[c]
-	}
-	return row
+	return v
 }
 
-func focusRow(d *Decision, l *LineState, deny string, o FOCUSOptions) ([]string, error) {
+func focusRow(d *Decision, l *LineState, deny string, o FOCUSOptions) (map[string]string, error) {
 	rec := &d.Rec
 	billing := rec.BillingCurrency
 	cost, err := l.Billed()
@@ -279,11 +280,7 @@ func focusRow(d *Decision, l *LineState, deny string, o FOCUSOptions) ([]string,
 		"x_Team": rec.Profile.Team, "x_Queue": rec.Trigger.Queue, "x_BidPrice": bid, "x_DenyReasons": deny,
 		"x_ChargeStatus": status, "x_FXRate": fxRate, "x_FXAsOf": fxAsOf, "x_FXSource": fxSource, "x_RecordHash": rec.Hash,
 	}
-	row := make([]string, len(FOCUSColumns))
-	for i, c := range FOCUSColumns {
-		row[i] = v[c]
-	}
-	return row, nil
+	return v, nil
 }
 
 // denyReasons summarises why the decision's other offers were refused:
