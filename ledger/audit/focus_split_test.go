@@ -206,3 +206,59 @@ func TestApportionSumsExactly(t *testing.T) {
 		}
 	}
 }
+
+// An orphan row (no unit price) crossing midnight at month end splits its
+// list columns like BilledCost. By hand: 0.71072 CNY over 30 s + 30 s is
+// 0.35536 + 0.35536; 0.008333 h ÷ 2 = 0.0041665, half away from zero to 6
+// places 0.004167, the last part the remainder 0.004166.
+func TestFOCUSSplitOrphanRow(t *testing.T) {
+	v := map[string]string{"BilledCost": "0.71072", "EffectiveCost": "0.71072", "ListCost": "0.71072",
+		"ContractedCost": "0.71072", "PricingQuantity": "0.008333", "PricingCurrencyEffectiveCost": "0.1",
+		"ChargeDescription": "orphan"}
+	start := time.Date(2026, 11, 30, 23, 59, 30, 0, time.UTC)
+	parts, err := splitByMonth(v, start, start.Add(time.Minute))
+	if err != nil || len(parts) != 2 {
+		t.Fatalf("%d parts, %v", len(parts), err)
+	}
+	want := [2]map[string]string{
+		{"BilledCost": "0.35536", "ListCost": "0.35536", "ContractedCost": "0.35536", "PricingQuantity": "0.004167",
+			"PricingCurrencyEffectiveCost": "0.05", "BillingPeriodStart": "2026-11-01T00:00:00Z", "ChargePeriodEnd": "2026-12-01T00:00:00Z"},
+		{"BilledCost": "0.35536", "ListCost": "0.35536", "ContractedCost": "0.35536", "PricingQuantity": "0.004166",
+			"PricingCurrencyEffectiveCost": "0.05", "BillingPeriodStart": "2026-12-01T00:00:00Z", "ChargePeriodEnd": "2026-12-01T00:00:30Z"},
+	}
+	for i, w := range want {
+		for col, x := range w {
+			if parts[i][col] != x {
+				t.Errorf("part %d %s = %q, want %q", i, col, parts[i][col], x)
+			}
+		}
+	}
+	// Inside one month: the row comes back unchanged.
+	if one, _ := splitByMonth(v, start.Add(-time.Hour), start); len(one) != 1 || one[0]["BilledCost"] != "0.71072" {
+		t.Errorf("a row inside November was split: %v", one)
+	}
+}
+
+// FuzzApportion: the parts always sum exactly to the total, and every part
+// but the last has at most places decimals.
+func FuzzApportion(f *testing.F) {
+	f.Add("701.94567269500128", int64(7200), int64(7200), int64(1), uint8(10))
+	f.Add("-0.000001", int64(1), int64(1), int64(1), uint8(6))
+	f.Fuzz(func(t *testing.T, total string, a, b, c int64, places uint8) {
+		d, err := decimal.NewFromString(total)
+		if err != nil || a < 0 || b < 0 || c < 0 || a > 1<<40 || b > 1<<40 || c > 1<<40 || places > 30 {
+			t.Skip()
+		}
+		parts := Apportion(d, []int64{a, b, c}, int32(places))
+		sum := decimal.Zero
+		for i, p := range parts {
+			sum = sum.Add(p)
+			if i < len(parts)-1 && !p.Equal(p.Round(int32(places))) {
+				t.Fatalf("part %d %s has more than %d places", i, p, places)
+			}
+		}
+		if !sum.Equal(d) {
+			t.Fatalf("parts %v sum to %s, total %s", parts, sum, d)
+		}
+	})
+}
