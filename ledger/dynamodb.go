@@ -599,18 +599,8 @@ func (d *DynamoDB) AppendPlacement(ctx context.Context, p sluice.Placement) erro
 func (d *DynamoDB) AppendRelease(ctx context.Context, r sluice.Release) error {
 	r.Kind = KindRelease
 	id := ReleaseRecordID(r)
-	switch {
-	case r.State != sluice.ReleasePending && r.State != sluice.ReleaseReleased && r.State != sluice.ReleaseLost:
-		return fmt.Errorf("ledger: append release %q: state %q: want %s, %s or %s", id, r.State,
-			sluice.ReleasePending, sluice.ReleaseReleased, sluice.ReleaseLost)
-	case r.Reason == "":
-		return fmt.Errorf("ledger: append release %q: empty reason", id)
-	case r.DecisionID == "" && (r.Provider == "" || len(r.ExternalIDs) == 0):
-		return fmt.Errorf("ledger: append release %q: an orphan needs its provider and external ids", id)
-	case r.DecisionID == "" && r.Slots != 0:
-		return fmt.Errorf("ledger: append release %q: an orphan has no slots", id)
-	case r.Slots < 0 || r.BilledSeconds < 0:
-		return fmt.Errorf("ledger: append release %q: negative slots or billed seconds", id)
+	if err := checkRelease(r, id); err != nil {
+		return err
 	}
 	obj, err := toObject(ReleaseRecord{Release: r})
 	if err != nil {

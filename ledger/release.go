@@ -42,18 +42,8 @@ var ErrAlreadyReleased = fmt.Errorf("placement already released or lost: %w", sl
 func (s *SQLite) AppendRelease(ctx context.Context, r sluice.Release) error {
 	r.Kind = KindRelease
 	id := ReleaseRecordID(r)
-	switch {
-	case r.State != sluice.ReleasePending && r.State != sluice.ReleaseReleased && r.State != sluice.ReleaseLost:
-		return fmt.Errorf("ledger: append release %q: state %q: want %s, %s or %s", id, r.State,
-			sluice.ReleasePending, sluice.ReleaseReleased, sluice.ReleaseLost)
-	case r.Reason == "":
-		return fmt.Errorf("ledger: append release %q: empty reason", id)
-	case r.DecisionID == "" && (r.Provider == "" || len(r.ExternalIDs) == 0):
-		return fmt.Errorf("ledger: append release %q: an orphan needs its provider and external ids", id)
-	case r.DecisionID == "" && r.Slots != 0:
-		return fmt.Errorf("ledger: append release %q: an orphan has no slots", id)
-	case r.Slots < 0 || r.BilledSeconds < 0:
-		return fmt.Errorf("ledger: append release %q: negative slots or billed seconds", id)
+	if err := checkRelease(r, id); err != nil {
+		return err
 	}
 	obj, err := toObject(ReleaseRecord{Release: r})
 	if err != nil {
@@ -254,4 +244,25 @@ func (s *SQLite) ClaimLine(ctx context.Context, decisionID string, line int, own
 		return "", false, fmt.Errorf("ledger: claim %s line %d: %w", decisionID, line, err)
 	}
 	return cur, true, nil
+}
+
+// checkRelease refuses a release step either store would record wrongly: an
+// unknown state, no reason, an orphan (DecisionID "") without its provider
+// and external ids or with slots, negative slots or billed seconds. id names
+// the record in the error.
+func checkRelease(r sluice.Release, id string) error {
+	switch {
+	case r.State != sluice.ReleasePending && r.State != sluice.ReleaseReleased && r.State != sluice.ReleaseLost:
+		return fmt.Errorf("ledger: append release %q: state %q: want %s, %s or %s", id, r.State,
+			sluice.ReleasePending, sluice.ReleaseReleased, sluice.ReleaseLost)
+	case r.Reason == "":
+		return fmt.Errorf("ledger: append release %q: empty reason", id)
+	case r.DecisionID == "" && (r.Provider == "" || len(r.ExternalIDs) == 0):
+		return fmt.Errorf("ledger: append release %q: an orphan needs its provider and external ids", id)
+	case r.DecisionID == "" && r.Slots != 0:
+		return fmt.Errorf("ledger: append release %q: an orphan has no slots", id)
+	case r.Slots < 0 || r.BilledSeconds < 0:
+		return fmt.Errorf("ledger: append release %q: negative slots or billed seconds", id)
+	}
+	return nil
 }
