@@ -127,11 +127,6 @@ func (s *SQLite) OpenPlacements(ctx context.Context, queue string) ([]sluice.Ope
 		return nil, fmt.Errorf("ledger: open placements %q: %w", queue, err)
 	}
 	defer rows.Close()
-	type ranked struct {
-		op   sluice.OpenPlacement
-		rate decimal.Decimal
-		ok   bool
-	}
 	var out []ranked
 	for rows.Next() {
 		var body string
@@ -168,26 +163,7 @@ func (s *SQLite) OpenPlacements(ctx context.Context, queue string) ([]sluice.Ope
 	if err := rows.Err(); err != nil {
 		return nil, fmt.Errorf("ledger: open placements %q: %w", queue, err)
 	}
-	slices.SortStableFunc(out, func(a, b ranked) int {
-		if a.ok != b.ok {
-			if a.ok {
-				return -1
-			}
-			return 1
-		}
-		if c := b.rate.Cmp(a.rate); c != 0 {
-			return c
-		}
-		if c := strings.Compare(a.op.DecisionID, b.op.DecisionID); c != 0 {
-			return c
-		}
-		return a.op.Line - b.op.Line
-	})
-	ops := make([]sluice.OpenPlacement, len(out))
-	for i, r := range out {
-		ops[i] = r.op
-	}
-	return ops, nil
+	return mostExpensiveFirst(out), nil
 }
 
 // lineClaimsSchema is the table of line claims: an operational lease, not an
@@ -265,4 +241,37 @@ func checkRelease(r sluice.Release, id string) error {
 		return fmt.Errorf("ledger: append release %q: negative slots or billed seconds", id)
 	}
 	return nil
+}
+
+// ranked is an open placement with its hourly cost in the billing currency
+// (ok = false when it could not be converted).
+type ranked struct {
+	op   sluice.OpenPlacement
+	rate decimal.Decimal
+	ok   bool
+}
+
+// mostExpensiveFirst orders open placements for release: those with a known
+// rate first, dearest first, then by decision id and line (stable).
+func mostExpensiveFirst(out []ranked) []sluice.OpenPlacement {
+	slices.SortStableFunc(out, func(a, b ranked) int {
+		if a.ok != b.ok {
+			if a.ok {
+				return -1
+			}
+			return 1
+		}
+		if c := b.rate.Cmp(a.rate); c != 0 {
+			return c
+		}
+		if c := strings.Compare(a.op.DecisionID, b.op.DecisionID); c != 0 {
+			return c
+		}
+		return a.op.Line - b.op.Line
+	})
+	ops := make([]sluice.OpenPlacement, len(out))
+	for i, r := range out {
+		ops[i] = r.op
+	}
+	return ops
 }

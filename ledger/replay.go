@@ -3,9 +3,7 @@ package ledger
 import (
 	"encoding/json"
 	"fmt"
-	"slices"
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/shopspring/decimal"
@@ -119,11 +117,6 @@ func OpenPlacementsFromRecords(recs []Stored, queue string) ([]sluice.OpenPlacem
 		lines   []sluice.Line
 		billing string
 	}
-	type ranked struct {
-		op   sluice.OpenPlacement
-		rate decimal.Decimal
-		ok   bool
-	}
 	decs := map[string]decInfo{}
 	var open []ranked
 	at := map[string]int{} // placement record id → index in open
@@ -184,26 +177,7 @@ func OpenPlacementsFromRecords(recs []Stored, queue string) ([]sluice.OpenPlacem
 			out = append(out, p)
 		}
 	}
-	slices.SortStableFunc(out, func(a, b ranked) int {
-		if a.ok != b.ok {
-			if a.ok {
-				return -1
-			}
-			return 1
-		}
-		if c := b.rate.Cmp(a.rate); c != 0 {
-			return c
-		}
-		if c := strings.Compare(a.op.DecisionID, b.op.DecisionID); c != 0 {
-			return c
-		}
-		return a.op.Line - b.op.Line
-	})
-	ops := make([]sluice.OpenPlacement, len(out))
-	for i, r := range out {
-		ops[i] = r.op
-	}
-	return ops, nil
+	return mostExpensiveFirst(out), nil
 }
 
 // lineKey is the settle key TrueUps uses.
