@@ -70,7 +70,7 @@ func (b *Burst) Decide(ctx context.Context, t Trigger) (rec DecisionRecord, repl
 	if err != nil {
 		return rec, false, err
 	}
-	if err := checkTime(t, b.Clock.Now()); err != nil {
+	if err := CheckAlarmTime(t, b.Clock.Now()); err != nil {
 		return rec, false, err
 	}
 	id := DecisionID(t)
@@ -283,10 +283,10 @@ const MaxAlarmSkew = 15 * time.Minute
 // became generally available on 2009-05-18.
 var cloudWatchLaunch = time.Date(2009, 5, 18, 0, 0, 0, 0, time.UTC)
 
-// checkTime refuses a trigger whose StateChangeTime lies more than
+// CheckAlarmTime refuses a trigger whose StateChangeTime lies more than
 // MaxAlarmSkew after now, or before CloudWatch existed: a year-9999 alarm
 // would otherwise hold the queue's slots against every real one.
-func checkTime(t Trigger, now time.Time) error {
+func CheckAlarmTime(t Trigger, now time.Time) error {
 	switch {
 	case t.StateChangeTime.After(now.Add(MaxAlarmSkew)):
 		return fmt.Errorf("%w: alarm %s: StateChangeTime %s is more than %s after the decision clock %s",

@@ -97,6 +97,14 @@ func (d *Drainer) Drain(ctx context.Context, t Trigger) (DrainReport, error) {
 		return DrainReport{Queue: t.Queue, Released: []Release{}, Pending: []Release{},
 			Skipped: fmt.Sprintf("alarm %s is %s with depth %d: nothing to drain", t.AlarmName, t.State, t.Depth)}, nil
 	}
+	if err := CheckAlarmTime(t, d.now()); err != nil {
+		return DrainReport{Queue: t.Queue, Released: []Release{}, Pending: []Release{}}, err
+	}
+	// A trigger older than the alarm that bought the queue's capacity is
+	// stale (a late OK must not kill running jobs): nothing is drained.
+	if skip, err := d.stale(ctx, t); err != nil || skip != "" {
+		return DrainReport{Queue: t.Queue, Released: []Release{}, Pending: []Release{}, Skipped: skip}, err
+	}
 	if t.Depth == 0 && d.IdleWindow > 0 {
 		rep, wait, err := d.idle(ctx, t)
 		if err != nil || wait {
@@ -109,14 +117,14 @@ func (d *Drainer) Drain(ctx context.Context, t Trigger) (DrainReport, error) {
 	return d.DrainQueue(ctx, t.Queue, ReleaseDrain)
 }
 
-// idle checks t (depth 0) against IdleWindow: wait is true when nothing may
-// be released yet, with rep saying why.
-func (d *Drainer) idle(ctx context.Context, t Trigger) (rep DrainReport, wait bool, err error) {
+// stale returns why t is older than the alarm that bought some of its
+// queue's open capacity (a decision whose trigger saw depth > 0 after t's
+// state change), or "" when it is not.
+func (d *Drainer) stale(ctx context.Context, t Trigger) (string, error) {
 	since := t.StateChangeTime.UTC()
-	rep = DrainReport{Queue: t.Queue, Released: []Release{}, Pending: []Release{}, IdleSince: &since}
 	ops, err := d.Ledger.OpenPlacements(ctx, t.Queue)
 	if err != nil {
-		return rep, true, fmt.Errorf("reading open placements of %q: %w", t.Queue, err)
+		return "", fmt.Errorf("reading open placements of %q: %w", t.Queue, err)
 	}
 	seen := map[string]bool{}
 	for _, op := range ops {
@@ -127,15 +135,21 @@ func (d *Drainer) idle(ctx context.Context, t Trigger) (rep DrainReport, wait bo
 		seen[id] = true
 		rec, ok, err := d.Ledger.Decision(ctx, id)
 		if err != nil {
-			return rep, true, fmt.Errorf("reading decision %s: %w", id, err)
+			return "", fmt.Errorf("reading decision %s: %w", id, err)
 		}
 		if ok && rec.Trigger.Depth > 0 && rec.Trigger.StateChangeTime.After(since) {
-			rep.IdleSince = nil
-			rep.Skipped = fmt.Sprintf("depth 0 at %s is stale: decision %s saw depth %d at %s; nothing drained",
-				since.Format(time.RFC3339), id, rec.Trigger.Depth, rec.Trigger.StateChangeTime.UTC().Format(time.RFC3339))
-			return rep, true, nil
+			return fmt.Sprintf("%s with depth %d at %s is stale: decision %s saw depth %d at %s; nothing drained",
+				t.State, t.Depth, since.Format(time.RFC3339), id, rec.Trigger.Depth, rec.Trigger.StateChangeTime.UTC().Format(time.RFC3339)), nil
 		}
 	}
+	return "", nil
+}
+
+// idle checks t (depth 0) against IdleWindow: wait is true when nothing may
+// be released yet, with rep saying why.
+func (d *Drainer) idle(ctx context.Context, t Trigger) (rep DrainReport, wait bool, err error) {
+	since := t.StateChangeTime.UTC()
+	rep = DrainReport{Queue: t.Queue, Released: []Release{}, Pending: []Release{}, IdleSince: &since}
 	until := since.Add(d.IdleWindow)
 	if now := d.now(); now.Before(until) {
 		rep.WaitsUntil = &until

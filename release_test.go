@@ -38,7 +38,7 @@ func TestDrainIdleWindow(t *testing.T) {
 	// A depth-0 reading from before the burst (t0 − 1 m) is stale.
 	rep, err := d.Drain(ctx, idleTrigger("train-overseas", sluice.StateAlarm, t0.Add(-time.Minute)))
 	if err != nil || len(rep.Released) != 0 || rep.WaitsUntil != nil || rep.IdleSince != nil ||
-		rep.Skipped != "depth 0 at 2026-11-29T10:04:00Z is stale: decision "+rec.DecisionID+" saw depth 2 at 2026-11-29T10:05:00Z; nothing drained" {
+		rep.Skipped != "ALARM with depth 0 at 2026-11-29T10:04:00Z is stale: decision "+rec.DecisionID+" saw depth 2 at 2026-11-29T10:05:00Z; nothing drained" {
 		t.Fatalf("stale reading: %+v %v", rep, err)
 	}
 

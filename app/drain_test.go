@@ -73,7 +73,7 @@ func burstThenOK(t *testing.T) (*App, *movingClock, string) {
 
 func TestDrainReleasesMostExpensiveFirst(t *testing.T) {
 	a, _, _ := burstThenOK(t)
-	ok := triggerOf(t, "alarm-sns-ok.json")
+	ok := okNow(t, a.Burst.Clock)
 	rep, err := a.Drain(context.Background(), ok)
 	if err != nil {
 		t.Fatal(err)
@@ -121,7 +121,7 @@ func TestTerminateTimeoutStaysPendingAndCostAccrues(t *testing.T) {
 	if err := a.Broker.AddFault(sandbox.Fault{Op: sandbox.OpRelease, Class: sandbox.FaultTransient, Times: 1}); err != nil {
 		t.Fatal(err)
 	}
-	rep, err := a.Drain(context.Background(), triggerOf(t, "alarm-sns-ok.json"))
+	rep, err := a.Drain(context.Background(), okNow(t, a.Burst.Clock))
 	if !errors.Is(err, sluice.ErrReleasePending) || len(rep.Pending) != 1 || len(rep.Released) != 1 || rep.Pending[0].Line != 1 {
 		t.Fatalf("drain: %v; pending %+v released %d", err, rep.Pending, len(rep.Released))
 	}
@@ -239,4 +239,14 @@ func TestPlacementFromEnv(t *testing.T) {
 			t.Errorf("%v: %v, want a bad-config error", bad, err)
 		}
 	}
+}
+
+// okNow is the recorded OK alarm as if its state changed at the clock's now
+// (its file says 11:40; a drain refuses an alarm more than
+// sluice.MaxAlarmSkew ahead of the clock).
+func okNow(t *testing.T, c sluice.Clock) sluice.Trigger {
+	t.Helper()
+	ok := triggerOf(t, "alarm-sns-ok.json")
+	ok.StateChangeTime = c.Now()
+	return ok
 }

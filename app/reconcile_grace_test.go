@@ -2,6 +2,7 @@ package app
 
 import (
 	"context"
+	"errors"
 	"path/filepath"
 	"testing"
 	"time"
@@ -66,7 +67,7 @@ func TestSandboxDrainBillsProviderMinimum(t *testing.T) {
 		t.Fatal(err)
 	}
 	c.Add(time.Second)
-	rep, err := a.Drain(context.Background(), triggerOf(t, "alarm-sns-ok.json"))
+	rep, err := a.Drain(context.Background(), okNow(t, c))
 	if err != nil || len(rep.Released) != 2 {
 		t.Fatalf("drain: %v, %d released", err, len(rep.Released))
 	}
@@ -75,5 +76,31 @@ func TestSandboxDrainBillsProviderMinimum(t *testing.T) {
 		if r := rep.Released[i]; r.BilledSeconds != 60 || r.AccruedCost.String() != want {
 			t.Errorf("release %d: %d s %s, want 60 s %s", i, r.BilledSeconds, r.AccruedCost, want)
 		}
+	}
+}
+
+// A drain refuses an implausible OK (year 9999) as bad input, and does
+// nothing for an OK older than the alarm that bought the capacity: a late
+// OK must not kill running jobs (found by a new-user test).
+func TestDrainRefusesImplausibleAndStaleOK(t *testing.T) {
+	dir := t.TempDir()
+	c := &movingClock{t: decisionAt}
+	a := openSandboxed(t, dir, c)
+	if _, _, err := a.Burst.Decide(context.Background(), triggerOf(t, "alarm-sns-burst.json")); err != nil {
+		t.Fatal(err)
+	}
+	c.Add(time.Hour)
+	ok := okNow(t, c)
+	ok.StateChangeTime = time.Date(9999, 12, 31, 0, 0, 0, 0, time.UTC)
+	if _, err := a.Drain(context.Background(), ok); !errors.Is(err, sluice.ErrBadTrigger) || !IsBadInput(err) {
+		t.Fatalf("year-9999 OK: %v, want a bad trigger", err)
+	}
+	ok.StateChangeTime = decisionAt.Add(-10 * time.Minute) // before the 10:05 ALARM
+	rep, err := a.Drain(context.Background(), ok)
+	if err != nil || len(rep.Released)+len(rep.Pending) != 0 || rep.Skipped == "" {
+		t.Fatalf("stale OK: %+v %v; want nothing released and a reason", rep, err)
+	}
+	if open, _ := a.Ledger.OpenPlacements(context.Background(), "train-overseas"); len(open) != 2 {
+		t.Fatalf("open placements after a stale OK: %d, want 2", len(open))
 	}
 }

@@ -194,6 +194,11 @@ func (c command) loadEvent(eventPath, configPath string) (*alarm, int) {
 		if err != nil {
 			return nil, c.fail(exitBad, "%s: %v", eventPath, err)
 		}
+		// Every trigger of the file is checked before anything is opened or
+		// decided: one implausible alarm refuses the whole file.
+		if err := sluice.CheckAlarmTime(t, clock.Now()); err != nil {
+			return nil, c.fail(exitBad, "%s: %v", eventPath, err)
+		}
 		al.profiles = append(al.profiles, p)
 	}
 	return al, exitOK

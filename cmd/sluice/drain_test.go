@@ -36,8 +36,12 @@ func TestDrainAndReconcileCommands(t *testing.T) {
 	if code != 0 || !strings.Contains(out, "skipped") {
 		t.Fatalf("drain of an ALARM: %d\n%s%s", code, out, errOut)
 	}
-	// The OK state drains both lines, the dearer first (the pinned clock
-	// stands still, so nothing has accrued: 0 s billed).
+	// The OK state (11:40) drains both lines, the dearer first; the clock
+	// moves to just after it (an alarm more than sluice.MaxAlarmSkew ahead
+	// of the clock is refused).
+	saved := clock
+	clock = sluice.ClockFunc(func() time.Time { return time.Date(2026, 11, 29, 11, 40, 30, 0, time.UTC) })
+	t.Cleanup(func() { clock = saved })
 	code, out, errOut = sluiceRun(t, append([]string{"drain", "--event", "../../testdata/events/alarm-sns-ok.json"}, common...)...)
 	if code != 0 || !strings.Contains(out, "released  2 placement(s); pending 0") {
 		t.Fatalf("drain: %d\n%s%s", code, out, errOut)

@@ -177,3 +177,33 @@ func TestHelpExitsZero(t *testing.T) {
 		}
 	}
 }
+
+// One implausible alarm in an SQS batch refuses the whole file before
+// anything is opened or decided: exit 2, no ledger (the rest of the batch
+// used to be bought first; found by a new-user test).
+func TestBatchWithOneFutureAlarmIsRefusedWhole(t *testing.T) {
+	raw, err := os.ReadFile("../../testdata/events/sqs-batch.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := string(raw)
+	const at = `2026-11-29T10:07:00.000+0000`
+	i := strings.LastIndex(s, at)
+	if i < 0 {
+		t.Fatalf("sqs-batch.json: %s not found", at)
+	}
+	s = s[:i] + `9999-12-31T23:59:59.000+0000` + s[i+len(at):]
+	dir := t.TempDir()
+	ev := filepath.Join(dir, "batch.json")
+	if err := os.WriteFile(ev, []byte(s), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	db := filepath.Join(dir, "l.db")
+	code, out, errOut := sluiceRun(t, burstArgs(db, ev)...)
+	if code != 2 || !strings.Contains(errOut, "StateChangeTime 9999-12-31T23:59:59Z") || out != "" {
+		t.Fatalf("exit %d, stdout %q, stderr %q; want 2 naming StateChangeTime and nothing decided", code, out, errOut)
+	}
+	if _, err := os.Stat(db); !os.IsNotExist(err) {
+		t.Fatalf("ledger file exists after a refused batch: %v", err)
+	}
+}
