@@ -374,6 +374,13 @@ func (b *Burst) carryOut(ctx context.Context, rec *DecisionRecord, resuming bool
 			continue
 		}
 		p.DecisionID, p.Line, p.Queue = rec.DecisionID, i, rec.Trigger.Queue
+		// The intent is recorded before any provider call, so capacity for
+		// this line cannot have started before the decision: a provider time
+		// earlier than that is the provider's clock (or zone) being off, and
+		// billing counts from the decision (audit verify checks it).
+		if p.PlacedAt.Before(rec.DecidedAt) {
+			p.PlacedAt = rec.DecidedAt
+		}
 		if p.Error == "" {
 			// A look-up may not know what the line asked for: the record
 			// always says which offer and how many slots the capacity serves.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"testing"
+	"time"
 
 	"github.com/sluicehq/sluice"
 	"github.com/sluicehq/sluice/brokers/bid"
@@ -81,4 +82,20 @@ func TestPriceMismatchAndTerminateTimeout(t *testing.T) {
 		t.Fatal(err)
 	}
 	brokertest.TerminateTimeout(t, a, srv, "autodl", p)
+}
+
+// AutoDL writes times at UTC+8: a container's start time read back is the
+// same instant the fake launched it, not eight hours earlier (the fake once
+// labelled UTC clock times "+08:00", which billed a 7-second container for
+// 8 hours; found by a new-user test).
+func TestStartedAtIsTheLaunchInstant(t *testing.T) {
+	a, srv := newAdapter(t)
+	if _, err := a.Place(context.Background(), dec, 0, line(1, "13.36"), bid.Limits{}); err != nil {
+		t.Fatal(err)
+	}
+	p, ok, err := a.Find(context.Background(), dec, 0)
+	launched := srv.Instances("autodl")[0].LaunchedAt
+	if err != nil || !ok || !p.PlacedAt.Equal(launched.Truncate(time.Second)) {
+		t.Fatalf("find: placed at %s, launched %s (%v %v)", p.PlacedAt, launched, ok, err)
+	}
 }

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"net/http"
 	"strings"
+	"time"
 
 	"github.com/shopspring/decimal"
 )
@@ -79,7 +80,7 @@ func (s *Server) serveAutoDL(w http.ResponseWriter, r *http.Request) {
 			if i.Provider == "autodl" && i.Running() && (dep == "" || i.Group == dep) {
 				list = append(list, map[string]any{"uuid": i.ID, "deployment_uuid": i.Group, "machine_id": "m-" + i.ID, "status": "running",
 					"gpu_name": i.SKU, "gpu_num": i.GPUs, "price": json.Number(decimal.RequireFromString(i.Price).Shift(3).StringFixed(1)),
-					"started_at": i.LaunchedAt.Format("2006-01-02T15:04:05+08:00"), "name": i.Name})
+					"started_at": i.LaunchedAt.In(shanghai).Format("2006-01-02T15:04:05-07:00"), "name": i.Name})
 			}
 		}
 		s.mu.Unlock()
@@ -167,3 +168,7 @@ func (s *Server) autodlCreate(w http.ResponseWriter, r *http.Request, body map[s
 	}
 	autodlJSON(w, 200, "Success", "", map[string]any{"deployment_uuid": dep})
 }
+
+// shanghai is China Standard Time (UTC+8, no daylight saving), the offset
+// AutoDL writes its times in. A fixed zone: the machine may have no tzdata.
+var shanghai = time.FixedZone("CST", 8*60*60)

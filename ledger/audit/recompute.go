@@ -325,6 +325,10 @@ func checkFollower(r ledger.Stored, d *Decision) error {
 		if err := checkPlaced(p, l); err != nil {
 			return err
 		}
+		if p.PlacedAt.Before(d.Rec.DecidedAt) {
+			return fmt.Errorf("placed_at %s is before its decision (decided_at %s): capacity is placed only after the intent is recorded",
+				p.PlacedAt.UTC().Format(time.RFC3339Nano), d.Rec.DecidedAt.UTC().Format(time.RFC3339Nano))
+		}
 	case ledger.KindRelease:
 		var rr ledger.ReleaseRecord
 		if err := jsonInto(r.Body, &rr); err != nil {

@@ -95,6 +95,8 @@ func TestRecomputeSettledMoney(t *testing.T) {
 			"price 12.345678901234 CNY, line 0 is priced in USD"},
 		{"placed line with no external ids", nil, func(p *sluice.Placement) { p.ExternalIDs = []string{} }, nil, "seq 2",
 			"external_ids: a placed line with no instance ids"},
+		{"placed eight hours before its decision", nil, func(p *sluice.Placement) { p.PlacedAt = p.PlacedAt.Add(-8 * time.Hour) }, nil, "seq 2",
+			"is before its decision (decided_at"},
 		{"decided_at moved out of the budget period", func(m map[string]any) { m["decided_at"] = "2025-02-15T00:00:00Z" }, nil, nil, "seq 1",
 			"decided_at 2025-02-15T00:00:00Z is outside the budget period [2025-03-01T00:00:00Z, 2025-04-01T00:00:00Z)"},
 		{"decided_at at the period end", func(m map[string]any) { m["decided_at"] = "2025-04-01T00:00:00Z" }, nil, nil, "seq 1",
