@@ -7,6 +7,7 @@ import (
 	"strings"
 	"sync"
 	"time"
+	"unicode/utf8"
 
 	"github.com/shopspring/decimal"
 )
@@ -255,15 +256,16 @@ func (b *Burst) budget(ctx context.Context, tier Tier, now time.Time) (*BudgetSt
 // failed source in the decision's sources.
 var ErrNoQuotes = errors.New("no quote source answered")
 
-// noSourceAnswered returns ErrNoQuotes naming each source's error when every
-// source failed (or there were none), else nil.
+// noSourceAnswered returns ErrNoQuotes naming each source's error (its
+// first line, at most maxSourceError bytes; the whole error is in the
+// source report) when every source failed (or there were none), else nil.
 func noSourceAnswered(sources []SourceReport) error {
 	var why []string
 	for _, s := range sources {
 		if s.Error == "" {
 			return nil
 		}
-		why = append(why, s.Provider+": "+s.Error)
+		why = append(why, s.Provider+": "+firstLine(s.Error, maxSourceError))
 	}
 	if len(why) == 0 {
 		return fmt.Errorf("%w: no source is enabled", ErrNoQuotes)
@@ -296,4 +298,27 @@ func CheckAlarmTime(t Trigger, now time.Time) error {
 			ErrBadTrigger, t.AlarmName, t.StateChangeTime.UTC().Format(time.RFC3339))
 	}
 	return nil
+}
+
+// maxSourceError bounds each source's error in ErrNoQuotes's message.
+const maxSourceError = 200
+
+// firstLine is s up to its first line break, cut to at most n bytes on a
+// rune boundary, with "…" when anything was cut.
+func firstLine(s string, n int) string {
+	cut := false
+	if i := strings.IndexAny(s, "\r\n"); i >= 0 {
+		s, cut = s[:i], true
+	}
+	if len(s) > n {
+		i := n
+		for i > 0 && !utf8.RuneStart(s[i]) {
+			i--
+		}
+		s, cut = s[:i], true
+	}
+	if cut {
+		s += "…"
+	}
+	return s
 }

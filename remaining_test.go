@@ -31,3 +31,21 @@ func TestRemainingTakesOutHeldUnits(t *testing.T) {
 		t.Error("remaining changed the parent's offers")
 	}
 }
+
+func TestFirstLine(t *testing.T) {
+	for _, c := range []struct {
+		in   string
+		n    int
+		want string
+	}{
+		{"short", 200, "short"},
+		{"one\ntwo", 200, "one…"},
+		{"abcdef", 3, "abc…"},
+		{"登录超时", 4, "登…"}, // 3-byte runes: never cut inside one
+		{"", 5, ""},
+	} {
+		if got := firstLine(c.in, c.n); got != c.want {
+			t.Errorf("firstLine(%q, %d) = %q, want %q", c.in, c.n, got, c.want)
+		}
+	}
+}

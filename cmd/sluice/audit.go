@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -49,18 +50,30 @@ func audit(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 }
 
 // storeFlags are --ledger and --table, shared by every audit command.
-type storeFlags struct{ path, table *string }
+type storeFlags struct {
+	path, table *string
+	fs          *flag.FlagSet
+}
 
 func addStoreFlags(fs *flag.FlagSet) storeFlags {
 	return storeFlags{
 		path:  ledgerFlag(fs),
 		table: fs.String("table", "", "DynamoDB ledger table (instead of --ledger)"),
+		fs:    fs,
 	}
 }
+
+// errUsage marks a usage error found after flag parsing (exit 2).
+var errUsage = errors.New("usage")
 
 // open opens the ledger read for audit; a SQLite file must exist (opening
 // would otherwise create an empty ledger that verifies).
 func (f storeFlags) open(ctx context.Context) (ledger.Store, string, error) {
+	both := false
+	f.fs.Visit(func(fl *flag.Flag) { both = both || (fl.Name == "ledger" && *f.table != "") })
+	if both {
+		return nil, "", fmt.Errorf("%w: --ledger and --table are alternatives: give one", errUsage)
+	}
 	if *f.table != "" {
 		cfg, err := awsconfig.LoadDefaultConfig(ctx)
 		if err != nil {
@@ -85,7 +98,7 @@ func auditVerify(ctx context.Context, args []string, stdout, stderr io.Writer) i
 	}
 	s, name, err := sf.open(ctx)
 	if err != nil {
-		return c.fail(exitErr, "%v", err)
+		return c.fail(exitCode(err), "%v", err)
 	}
 	defer s.Close()
 	n, err := s.Verify(ctx)
@@ -174,7 +187,7 @@ func auditExport(ctx context.Context, args []string, stdout, stderr io.Writer) i
 	}
 	book, err := loadBook(ctx, sf)
 	if err != nil {
-		return c.fail(exitErr, "%v", err)
+		return c.fail(exitCode(err), "%v", err)
 	}
 	var buf bytes.Buffer
 	rows, err := laudit.WriteFOCUS(&buf, book, from, to, laudit.FOCUSOptions{BillingAccountID: *account})
@@ -230,7 +243,7 @@ func auditReport(ctx context.Context, args []string, stdout, stderr io.Writer) i
 	}
 	book, err := loadBook(ctx, sf)
 	if err != nil {
-		return c.fail(exitErr, "%v", err)
+		return c.fail(exitCode(err), "%v", err)
 	}
 	r, err := laudit.MonthReportIn(book, month, *by, budgets, currency)
 	if err != nil {
@@ -276,7 +289,7 @@ func auditArchive(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	}
 	s, name, err := sf.open(ctx)
 	if err != nil {
-		return c.fail(exitErr, "%v", err)
+		return c.fail(exitCode(err), "%v", err)
 	}
 	defer s.Close()
 	if _, err := s.Verify(ctx); err != nil {

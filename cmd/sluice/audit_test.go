@@ -493,3 +493,18 @@ func TestAuditDynamoTable(t *testing.T) {
 	}
 	golden(t, "audit-report-2026-11-tier.txt", []byte(out))
 }
+
+// --ledger and --table are alternatives: giving both is a usage error
+// (exit 2), not a silent choice of DynamoDB.
+func TestAuditLedgerAndTableTogether(t *testing.T) {
+	for _, sub := range [][]string{
+		{"audit", "verify"},
+		{"audit", "report", "--month", "2026-11"},
+		{"audit", "export", "--format", "focus", "--from", "2026-11-01", "--to", "2026-12-01", "--out", "-"},
+	} {
+		code, _, errOut := sluiceRun(t, append(sub, "--ledger", "x.db", "--table", "t")...)
+		if code != 2 || !strings.Contains(errOut, "--ledger and --table are alternatives") {
+			t.Errorf("%v: exit %d, stderr %q; want 2 naming both flags", sub, code, errOut)
+		}
+	}
+}

@@ -90,9 +90,9 @@ func (c command) fail(code int, format string, a ...any) int {
 }
 
 // exitCode is exitBad for an error app.IsBadInput calls bad input (a bad
-// config or trigger), exitErr for any other.
+// config or trigger) or a usage error (errUsage), exitErr for any other.
 func exitCode(err error) int {
-	if app.IsBadInput(err) {
+	if app.IsBadInput(err) || errors.Is(err, errUsage) {
 		return exitBad
 	}
 	return exitErr

@@ -147,7 +147,7 @@ func policyExplain(ctx context.Context, args []string, stdout, stderr io.Writer)
 				}
 			}
 			if !found {
-				return c.fail(exitErr, "queue %s: no offer %q", queues[i], *offerID)
+				return c.fail(exitBad, "queue %s: no offer %q", queues[i], *offerID)
 			}
 			continue
 		}

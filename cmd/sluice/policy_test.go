@@ -209,3 +209,12 @@ func TestBurstPolicyFlag(t *testing.T) {
 		t.Errorf("revision %s total %s; want the embedded policy's %s and 103.06683 USD", rec.PolicyRevision, rec.TotalExpectedCost, ev.Revision())
 	}
 }
+
+// An offer id the queue does not see is bad input: exit 2.
+func TestPolicyExplainUnknownOfferIsBadInput(t *testing.T) {
+	code, _, errOut := sluiceRun(t, "policy", "explain", "--event", "../../testdata/events/alarm-sns-beijing.json",
+		"--config", "../../testdata/sluice.yaml", "--replay", "../../testdata/replay", "--offer", "nope:offer")
+	if code != 2 || !strings.Contains(errOut, `no offer "nope:offer"`) {
+		t.Fatalf("exit %d, stderr %q; want 2 naming the offer", code, errOut)
+	}
+}
