@@ -107,6 +107,11 @@ func Sweep(results []sim.Result, target time.Duration, currency, title string) (
 			if r.Strategy == st {
 				i := slices.Index(sizes, r.OwnedGPUs)
 				costs[k][i], waits[k][i] = f(r.TotalCost.Amount), hours(r.WaitP95)
+				if r.Unfinished > 0 {
+					// Jobs left unfinished: its cost and wait describe less
+					// work than the others' and are not drawn (the table has them).
+					costs[k][i], waits[k][i] = charts.GetNullValue(), charts.GetNullValue()
+				}
 			}
 		}
 		if b, ok := best[st]; ok {
@@ -124,7 +129,7 @@ func Sweep(results []sim.Result, target time.Duration, currency, title string) (
 	legend := charts.LegendOption{SeriesNames: names, Offset: charts.OffsetRight}
 	top := charts.ChartOption{
 		OutputFormat: outputFormat, Width: Width, Height: Height,
-		Title:      charts.TitleOption{Text: title, Subtext: "total cost (" + currency + ") by owned-pool size; ◆ cheapest size with p95 wait ≤ " + sim.Hours(target)},
+		Title:      charts.TitleOption{Text: title, Subtext: "total cost (" + currency + "), ◆ cheapest size with p95 wait ≤ " + sim.Hours(target) + " (sizes leaving jobs unfinished: not drawn)"},
 		Legend:     legend,
 		XAxis:      charts.XAxisOption{Labels: labels, Title: "owned GPUs"},
 		YAxis:      []charts.YAxisOption{{Title: "total cost (" + currency + ")"}},
