@@ -92,32 +92,7 @@ func Sweep(results []sim.Result, target time.Duration, currency, title string) (
 	for i, n := range sizes {
 		labels[i] = fmt.Sprint(n)
 	}
-	best := sim.Cheapest(results, target)
-	costs := make([][]float64, len(order))
-	waits := make([][]float64, len(order))
-	marks := make([][]float64, len(order))
-	names := make([]string, len(order))
-	for k, st := range order {
-		names[k] = string(st)
-		costs[k], waits[k], marks[k] = make([]float64, len(sizes)), make([]float64, len(sizes)), make([]float64, len(sizes))
-		for i := range marks[k] {
-			marks[k][i] = charts.GetNullValue()
-		}
-		for _, r := range results {
-			if r.Strategy == st {
-				i := slices.Index(sizes, r.OwnedGPUs)
-				costs[k][i], waits[k][i] = f(r.TotalCost.Amount), hours(r.WaitP95)
-				if r.Unfinished > 0 {
-					// Jobs left unfinished: its cost and wait describe less
-					// work than the others' and are not drawn (the table has them).
-					costs[k][i], waits[k][i] = charts.GetNullValue(), charts.GetNullValue()
-				}
-			}
-		}
-		if b, ok := best[st]; ok {
-			marks[k][slices.Index(sizes, b.OwnedGPUs)] = f(b.TotalCost.Amount)
-		}
-	}
+	costs, waits, marks, names := sweepSeries(results, sizes, order, target)
 	cl := charts.NewSeriesListLine(costs)
 	ml := charts.NewSeriesListScatter(marks)
 	wl := charts.NewSeriesListLine(waits)
@@ -167,4 +142,39 @@ func Sweep(results []sim.Result, target time.Duration, currency, title string) (
 	}
 	b.WriteString("</svg>\n")
 	return b.Bytes(), nil
+}
+
+// sweepSeries is Sweep's data: per strategy (in order) and owned-pool size
+// (in sizes), the total cost and the p95 wait in hours, and a mark at the
+// cheapest size meeting target (sim.Cheapest); points without a value are
+// charts.GetNullValue(). A size that leaves jobs unfinished has no cost or
+// wait point: they describe less work than the other sizes' (the table and
+// CSV still give them).
+func sweepSeries(results []sim.Result, sizes []int, order []sim.Strategy, target time.Duration) (costs, waits, marks [][]float64, names []string) {
+	best := sim.Cheapest(results, target)
+	costs = make([][]float64, len(order))
+	waits = make([][]float64, len(order))
+	marks = make([][]float64, len(order))
+	names = make([]string, len(order))
+	for k, st := range order {
+		names[k] = string(st)
+		costs[k], waits[k], marks[k] = make([]float64, len(sizes)), make([]float64, len(sizes)), make([]float64, len(sizes))
+		for i := range marks[k] {
+			marks[k][i] = charts.GetNullValue()
+		}
+		for _, r := range results {
+			if r.Strategy != st {
+				continue
+			}
+			i := slices.Index(sizes, r.OwnedGPUs)
+			costs[k][i], waits[k][i] = f(r.TotalCost.Amount), hours(r.WaitP95)
+			if r.Unfinished > 0 {
+				costs[k][i], waits[k][i] = charts.GetNullValue(), charts.GetNullValue()
+			}
+		}
+		if b, ok := best[st]; ok {
+			marks[k][slices.Index(sizes, b.OwnedGPUs)] = f(b.TotalCost.Amount)
+		}
+	}
+	return costs, waits, marks, names
 }
