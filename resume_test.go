@@ -682,3 +682,21 @@ func TestReservationAccruesItsWholeTerm(t *testing.T) {
 		t.Fatalf("accrued %s for %d s, want 216 USD for 86400 s", r.AccruedCost, r.BilledSeconds)
 	}
 }
+
+// A provider whose clock (or time zone) is off reports a start before the
+// decision; the recorded placement starts at the decision instead (intent is
+// recorded before any call), so billing never counts time before it.
+func TestPlacedAtNeverBeforeTheDecision(t *testing.T) {
+	w := newWorld(t)
+	p := w.process(t)
+	p.broker.Now = func() time.Time { return w.clock.Now().Add(-8 * time.Hour) }
+	rec, _, err := p.burst.Decide(context.Background(), trigger("train-overseas"))
+	if err != nil || len(rec.Placements) == 0 {
+		t.Fatalf("decide: %v, %d placements", err, len(rec.Placements))
+	}
+	for _, pl := range rec.Placements {
+		if !pl.PlacedAt.Equal(rec.DecidedAt) {
+			t.Errorf("line %d placed at %s; want the decision time %s", pl.Line, pl.PlacedAt, rec.DecidedAt)
+		}
+	}
+}
