@@ -32,6 +32,10 @@ type spotPoint struct {
 	Price          decimal.Decimal
 	Raw            string
 	Bad            string // why the price is unusable ("" when usable)
+	// Conflict names two different good prices at the latest timestamp: the
+	// zone is dropped (a provider quoting one offer twice at different
+	// prices is believed at neither, as in the collector's hygiene).
+	Conflict string
 }
 
 // SpotOffers turns the DescribeSpotPriceHistory items of one region (all pages)
@@ -45,7 +49,8 @@ type spotPoint struct {
 // with a reason. When a zone's latest item has a spotPrice that is missing,
 // not a decimal, negative, zero or out of range, that zone is dropped (older
 // items are history, not a fallback). On a timestamp tie a good price beats a
-// bad one, then the lower price wins, so the pick does not depend on wire order.
+// bad one; two different good prices drop the zone (neither is believed), so
+// the outcome does not depend on wire order.
 //
 // Offers come in cfg.InstanceTypes order, then by zone name.
 func SpotOffers(region string, items []ec2types.SpotPrice, now time.Time, cfg Config) ([]sluice.Offer, []sluice.DroppedOffer) {
@@ -83,10 +88,18 @@ func SpotOffers(region string, items []ec2types.SpotPrice, now time.Time, cfg Co
 		}
 		k := key{typ, az}
 		cur, seen := latest[k]
-		if !seen || p.Time.After(cur.Time) ||
-			p.Time.Equal(cur.Time) && (cur.Bad != "" && p.Bad == "" ||
-				cur.Bad == "" && p.Bad == "" && p.Price.Cmp(cur.Price) < 0) {
+		switch {
+		case !seen || p.Time.After(cur.Time) || p.Time.Equal(cur.Time) && cur.Bad != "" && p.Bad == "":
 			latest[k] = p
+		case p.Time.Equal(cur.Time) && cur.Bad == "" && p.Bad == "" && !p.Price.Equal(cur.Price):
+			lo, hi := cur.Raw, p.Raw
+			if p.Price.Cmp(cur.Price) < 0 {
+				lo, hi = hi, lo
+			}
+			if cur.Conflict == "" {
+				cur.Conflict = fmt.Sprintf("two spotPrices at the same timestamp: %s and %s", snippet(lo), snippet(hi))
+			}
+			latest[k] = cur
 		}
 	}
 	keys := make([]key, 0, len(latest))
@@ -107,6 +120,10 @@ func SpotOffers(region string, items []ec2types.SpotPrice, now time.Time, cfg Co
 		stamp := p.Time.Format(time.RFC3339)
 		if p.Bad != "" {
 			drop(id, "latest item (timestamp %s): %s", stamp, p.Bad)
+			continue
+		}
+		if p.Conflict != "" {
+			drop(id, "latest items (timestamp %s): %s", stamp, p.Conflict)
 			continue
 		}
 		model, gpus, ok := Shape(p.Type)

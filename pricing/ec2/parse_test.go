@@ -91,8 +91,10 @@ func sp(typ, az, price, ts string) ec2types.SpotPrice {
 	return s
 }
 
-// TestSpotOffersTies: on a timestamp tie a good price beats a bad one and the
-// lower price wins, whatever the wire order; offers by type order then zone.
+// TestSpotOffersTies: on a timestamp tie a good price beats a bad one, and
+// two different good prices drop the zone (a quote given twice at different
+// prices is believed at neither), whatever the wire order; offers by type
+// order then zone.
 func TestSpotOffersTies(t *testing.T) {
 	items := []ec2types.SpotPrice{
 		sp(p4de, "us-east-1b", "9.000000", t1),
@@ -110,11 +112,11 @@ func TestSpotOffersTies(t *testing.T) {
 		}
 		offers, dropped := ec2.SpotOffers("us-east-1", in, now, cfg)
 		diff(t, "offers", rows(offers), []string{
-			"aws:us-east-1:us-east-1a:p4d.24xlarge:spot | sku=p4d.24xlarge A100-40GB x8 | us-east-1 | spot | 4 USD | min_bid 4 USD | raw 4.000000/instance-hour | units 2",
 			"aws:us-east-1:us-east-1b:p4d.24xlarge:spot | sku=p4d.24xlarge A100-40GB x8 | us-east-1 | spot | 8 USD | min_bid 8 USD | raw 8.000000/instance-hour | units 2",
 			"aws:us-east-1:us-east-1b:p4de.24xlarge:spot | sku=p4de.24xlarge A100-80GB x8 | us-east-1 | spot | 9 USD | min_bid 9 USD | raw 9.000000/instance-hour | units 2",
 		})
 		diff(t, "dropped", drops(dropped), []string{
+			"aws:us-east-1:us-east-1a:p4d.24xlarge:spot: latest items (timestamp 2026-11-29T07:00:00Z): two spotPrices at the same timestamp: 4.000000 and 5.000000",
 			"aws:us-east-1:us-east-1c:p4d.24xlarge:spot: latest item (timestamp 2026-11-29T07:00:00Z): spotPrice missing",
 		})
 		for _, o := range offers {
