@@ -172,6 +172,7 @@ func TestCapacityBlockCalls(t *testing.T) {
 	})
 	diff(t, "dropped", drops(dropped), []string{
 		"aws:us-east-1:p4de.24xlarge:on-demand: GetProducts: no Price List item for us-east-1 p4de.24xlarge (0 item(s) for other regions or types ignored)",
+		"aws:us-east-1:spot: DescribeSpotPriceHistory us-east-1: no spotPriceHistorySet items for p4de.24xlarge",
 		"aws:us-west-2:p4de.24xlarge:on-demand: GetProducts: no Price List item for us-west-2 p4de.24xlarge (0 item(s) for other regions or types ignored)",
 		"aws:us-west-2:spot: aws DescribeSpotPriceHistory us-west-2: RequestLimitExceeded: Request limit exceeded.",
 		"aws:us-west-2:p4de.24xlarge:reserved: aws DescribeCapacityBlockOfferings us-west-2 p4de.24xlarge: RequestLimitExceeded: Request limit exceeded.",
@@ -263,12 +264,13 @@ func TestCallErrorClass(t *testing.T) {
 
 // TestCapacityBlockOnlyWithTheAPI: a spot fake without
 // DescribeCapacityBlockOfferings (NewWithAPIs) means no reserved calls and
-// nothing dropped for them.
+// nothing dropped for them (only the empty spot answer is noted).
 func TestCapacityBlockOnlyWithTheAPI(t *testing.T) {
 	c := ec2.NewWithAPIs(ec2.Config{Regions: []string{"us-east-1"}, InstanceTypes: []string{p4d}, Now: clock},
 		map[string]ec2.SpotPriceAPI{"us-east-1": fakeSpot{pages: []*sdkec2.DescribeSpotPriceHistoryOutput{{}}}}, nil)
 	offers, dropped, err := c.Offers(context.Background())
-	if err != nil || len(offers) != 0 || len(dropped) != 0 {
+	if err != nil || len(offers) != 0 || len(dropped) != 1 ||
+		dropped[0].Reason != "DescribeSpotPriceHistory us-east-1: no spotPriceHistorySet items for p4d.24xlarge" {
 		t.Errorf("offers %v dropped %v err %v", rows(offers), drops(dropped), err)
 	}
 }

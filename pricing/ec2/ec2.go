@@ -500,6 +500,12 @@ func (c *Client) fetchSpot(ctx context.Context, region string, types []string, n
 		items = append(items, out.SpotPriceHistory...)
 	}
 	offers, dropped := SpotOffers(region, items, now, c.cfg)
+	if len(items) == 0 {
+		// Not an error (a region may have no spot history for these types),
+		// but never silent: the decision's sources say the region gave none.
+		dropped = append(dropped, sluice.DroppedOffer{Provider: Provider, Ref: Provider + ":" + region + ":spot",
+			Reason: fmt.Sprintf("%s %s: no spotPriceHistorySet items for %s", op, region, strings.Join(types, ", "))})
+	}
 	return offers, dropped, nil
 }
 

@@ -620,6 +620,7 @@ func TestPriceListPagesAndBadItems(t *testing.T) {
 		`aws:us-east-1:p4d.24xlarge:on-demand: GetProducts PriceList[0]: not JSON: not json {`,
 		`aws:us-east-1:p4d.24xlarge:on-demand: GetProducts PriceList[2]: terms.OnDemand.BADPRICE.JRTCKXETXF.priceDimensions.BADPRICE.JRTCKXETXF.6YS6EN2CT7.pricePerUnit.USD 21.9576420000: not a string`,
 		`aws:us-east-1:p4d.24xlarge:on-demand: GetProducts PriceList[4]: another item for us-east-1 p4d.24xlarge (sku "SKUDUP", 22.0000000000 USD); the first (sku "SKUP4D", 21.9576420000 USD) is used`,
+		"aws:us-east-1:spot: DescribeSpotPriceHistory us-east-1: no spotPriceHistorySet items for p4d.24xlarge",
 	})
 	if lf.calls != 3 {
 		t.Errorf("GetProducts calls = %d, want 3 pages", lf.calls)
