@@ -30,12 +30,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"strings"
 	"sync"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
+	awshttp "github.com/aws/aws-sdk-go-v2/aws/transport/http"
 	"github.com/aws/aws-sdk-go-v2/config"
 	"github.com/aws/aws-sdk-go-v2/credentials"
 	sdkec2 "github.com/aws/aws-sdk-go-v2/service/ec2"
@@ -231,6 +233,10 @@ func New(ctx context.Context, cfg Config) (*Client, error) {
 	if cfg.HTTPClient != nil {
 		awsCfg.HTTPClient = cfg.HTTPClient
 	}
+	if awsCfg.HTTPClient == nil {
+		awsCfg.HTTPClient = awshttp.NewBuildableClient()
+	}
+	awsCfg.HTTPClient = cappedClient{awsCfg.HTTPClient}
 	awsCfg.RetryMaxAttempts = cfg.RetryMaxAttempts
 
 	spot := map[string]SpotPriceAPI{}
@@ -581,4 +587,40 @@ func (c *Client) fetchOnDemand(ctx context.Context, region, instanceType string,
 	}
 	offers, dropped := OnDemandOffers(region, instanceType, docs, now, c.cfg)
 	return offers, dropped, nil
+}
+
+// cappedClient caps every AWS response body at pricing.MaxBody (8 MiB), as
+// pricing.ReadBody does for the other providers: the SDK reads bodies itself,
+// so the cap sits under it.
+type cappedClient struct{ next aws.HTTPClient }
+
+// Do sends r and wraps the response body in a cappedBody.
+func (c cappedClient) Do(r *http.Request) (*http.Response, error) {
+	resp, err := c.next.Do(r)
+	if err == nil && resp != nil && resp.Body != nil {
+		resp.Body = &cappedBody{ReadCloser: resp.Body, left: pricing.MaxBody}
+	}
+	return resp, err
+}
+
+// cappedBody fails a read past its limit (the SDK then reports a
+// deserialization error for the call, classed bad-response).
+type cappedBody struct {
+	io.ReadCloser
+	left int64
+}
+
+// ErrBodyTooLarge is returned by a read past pricing.MaxBody.
+var ErrBodyTooLarge = fmt.Errorf("aws response body larger than %d bytes", pricing.MaxBody)
+
+func (b *cappedBody) Read(p []byte) (int, error) {
+	if b.left <= 0 {
+		return 0, ErrBodyTooLarge
+	}
+	if int64(len(p)) > b.left {
+		p = p[:b.left]
+	}
+	n, err := b.ReadCloser.Read(p)
+	b.left -= int64(n)
+	return n, err
 }

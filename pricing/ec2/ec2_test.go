@@ -784,3 +784,21 @@ func TestDefaultCredentialChain(t *testing.T) {
 		t.Errorf("Authorization %q (want spot, Capacity Blocks and Price List)", auth)
 	}
 }
+
+// TestAWSBodyCapped: an AWS answer larger than pricing.MaxBody (8 MiB) fails
+// that call, like every other provider's; the SDK reads bodies itself, so the
+// cap sits in its HTTP client (found by a hostile-body test: 20 MiB were read
+// and parsed in full).
+func TestAWSBodyCapped(t *testing.T) {
+	padded := strings.Replace(spotXML(""), "<requestId>", strings.Repeat(" ", pricing.MaxBody+1)+"<requestId>", 1)
+	ef := &ec2Fake{pages: map[string][]string{"us-east-1": {padded}}}
+	c := fakeClient(t, ef, &listFake{}, ec2.Config{Regions: []string{"us-east-1"}, InstanceTypes: []string{p4d}})
+	_, dropped, err := c.Offers(context.Background())
+	found := false
+	for _, d := range dropped {
+		found = found || d.Ref == "aws:us-east-1:spot" && strings.Contains(d.Reason, "larger than 8388608 bytes")
+	}
+	if !found {
+		t.Fatalf("want the spot call refused for size; dropped %v err %v", drops(dropped), err)
+	}
+}
